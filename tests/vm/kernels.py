@@ -96,12 +96,13 @@ def _source_entries():
 
 def ensure_backports():
     """Make sure apt knows bookworm-backports main; returns True if a sources file was added."""
-    mirror, keyring = DEFAULT_MIRROR, DEFAULT_KEYRING
+    mirror, keyring = None, DEFAULT_KEYRING
     for uris, suites, comps, signed_by in _source_entries():
         if f"{SUITE}-backports" in suites and "main" in comps:
             return False
-        if SUITE in suites and uris:  # the main archive entry: reuse its mirror
+        if SUITE in suites and uris and mirror is None:  # the main archive: reuse its mirror
             mirror, keyring = uris[0], signed_by or keyring
+    mirror = mirror or DEFAULT_MIRROR
     text = (f"# Added by reclaimd tests/vm/kernels.py for the 6.12 test kernel.\n"
             f"Types: deb\nURIs: {mirror}\nSuites: {SUITE}-backports\nComponents: main\n")
     if os.path.exists(keyring):

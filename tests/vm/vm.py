@@ -19,6 +19,7 @@ end, else one of these (chosen above what shells use, 126-165):
   204 guest died    the test started but the guest stopped without an exit marker (panic)
 """
 import argparse
+import ctypes
 import gzip
 import hashlib
 import lzma
@@ -26,6 +27,7 @@ import os
 import re
 import select
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -309,6 +311,12 @@ def qemu_command(kernel, initrd, console_log, mem_mib, smp, disk, balloon, cmdli
     return cmd
 
 
+def _die_with_parent():
+    # If this Python process is killed (a test runner's SIGTERM/SIGKILL), QEMU must not live
+    # on: PR_SET_PDEATHSIG(SIGKILL).
+    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)
+
+
 def _boot_once(cmd, log_dir, suffix, timeout, boot_timeout, on_line, on_qemu_start, echo):
     """One QEMU run. Returns (outcome, status, boot_s, total_s, detail)."""
     serial = open(os.path.join(log_dir, f"test{suffix}.log"), "w")
@@ -318,7 +326,7 @@ def _boot_once(cmd, log_dir, suffix, timeout, boot_timeout, on_line, on_qemu_sta
     t0 = time.monotonic()
     try:
         proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                stderr=qlog)
+                                stderr=qlog, preexec_fn=_die_with_parent)
     except OSError as e:
         return "qemu-error", -1, -1, 0.0, str(e)
     started, status, setup_failure, boot_s = False, None, None, -1
@@ -385,7 +393,9 @@ def _boot_once(cmd, log_dir, suffix, timeout, boot_timeout, on_line, on_qemu_sta
     if setup_failure is not None:
         return "boot-failed", -1, -1, total, f"guest setup failed: {setup_failure}"
     if rc != 0:
-        return "qemu-error", -1, boot_s, total, f"QEMU exited with status {rc}"
+        with open(os.path.join(log_dir, f"qemu{suffix}.log")) as f:
+            last = ([x for x in f.read().splitlines()[1:] if x.strip()] or [""])[-1]
+        return "qemu-error", -1, boot_s, total, f"QEMU exited with status {rc}: {last}"
     if started:
         return "guest-died", -1, boot_s, total, "guest stopped during the test (panic?)"
     return "boot-failed", -1, -1, total, "guest stopped before the test started"
