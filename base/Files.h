@@ -1,0 +1,52 @@
+// Small file helpers over raw fds, so every errno the kernel gives is seen and kept.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+
+#include "base/Result.h"
+#include "base/UniqueFd.h"
+
+namespace reclaimd {
+
+// Kernel text files read here are small; a file larger than this is treated as malformed
+// rather than read without bound.
+inline constexpr std::size_t kMaxKernelFileBytes = 1 << 20;
+
+// Opens `path` relative to `dirFd` (AT_FDCWD for absolute or cwd-relative paths) with
+// O_CLOEXEC added to `flags`. Errors carry the errno and the path.
+Result<UniqueFd> openAt(int dirFd, const std::string& path, int flags);
+
+// Reads a whole (small) file. Errors: the open/read errno, or EFBIG past kMaxKernelFileBytes.
+Result<std::string> readFileAt(int dirFd, const std::string& path);
+
+// One write of `data` at offset 0 to an open fd. Returns the errno of a failed or short write;
+// kernel control files take a request in one write.
+Result<void> writeAll(int fd, std::string_view data, const std::string& what);
+
+// Opens, writes `data` once, closes.
+Result<void> writeFileAt(int dirFd, const std::string& path, std::string_view data);
+
+// A file kept open and re-read with pread: opening a file allocates kernel memory, which is
+// exactly what runs short under pressure, so hot files are opened once (as lmkd does).
+class KeptFile {
+ public:
+  KeptFile() = default;
+  KeptFile(UniqueFd fd, std::string path) : fd_(std::move(fd)), path_(std::move(path)) {}
+
+  static Result<KeptFile> open(int dirFd, const std::string& path);
+
+  // Reads the file from offset 0. The view is valid until the next read().
+  Result<std::string_view> read();
+
+  const std::string& path() const { return path_; }
+  int fd() const { return fd_.get(); }
+
+ private:
+  UniqueFd fd_;
+  std::string path_;
+  std::string buffer_;
+};
+
+}  // namespace reclaimd
