@@ -1,0 +1,68 @@
+// Writing memory.reclaim, and the one table of what its errors mean.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "base/Files.h"
+#include "base/Result.h"
+
+namespace reclaimd::cgroup {
+
+// How a reclaim request is spelled. The `swappiness=` key arrived in Linux 6.11; older
+// kernels answer EINVAL to it.
+enum class ReclaimFormat {
+  SwappinessZero,  // "<bytes> swappiness=0": file pages only, never anon to swap
+  Plain,           // "<bytes>": safe only when no swap is active
+};
+
+// "swappiness=0" or "plain", for logs.
+const char* toString(ReclaimFormat format);
+
+// "268435456 swappiness=0" or "268435456".
+std::string reclaimRequest(std::uint64_t bytes, ReclaimFormat format);
+
+enum class ReclaimStatus {
+  Done,         // the kernel reclaimed what was asked
+  Partial,      // EAGAIN: reclaimed less than asked; partial success, nothing more to take now
+  Unsupported,  // EINVAL: the request's key is not understood by this kernel: re-probe
+  Gone,         // ENOENT/ENODEV: the cgroup was removed; skip it quietly
+  Interrupted,  // EINTR: a signal arrived mid-reclaim; stop the step
+  Failed,       // anything else: log with path and errno
+};
+
+// The table of meanings, written once.
+ReclaimStatus classifyReclaimErrno(int err);
+const char* toString(ReclaimStatus status);
+
+struct ReclaimWrite {
+  ReclaimStatus status = ReclaimStatus::Done;
+  int err = 0;
+  std::chrono::nanoseconds took{0};
+};
+
+// A cgroup's memory.reclaim, kept open for the cgroup's life.
+class ReclaimFile {
+ public:
+  ReclaimFile() = default;
+  // Opens memory.reclaim in the cgroup directory `dirFd` for writing; `label` names the
+  // cgroup in messages. Errors: the open errno (EACCES/EROFS: not writable; ENOENT: absent).
+  static Result<ReclaimFile> open(int dirFd, std::string label);
+
+  // One request, timed. Blocks while the kernel reclaims.
+  ReclaimWrite write(std::uint64_t bytes, ReclaimFormat format);
+  // The capability probe: a zero-byte request reclaims nothing and says whether the
+  // format is understood.
+  ReclaimWrite probe(ReclaimFormat format) { return write(0, format); }
+
+  const std::string& label() const { return label_; }
+
+ private:
+  ReclaimFile(UniqueFd fd, std::string label) : fd_(std::move(fd)), label_(std::move(label)) {}
+  UniqueFd fd_;
+  std::string label_;
+};
+
+}  // namespace reclaimd::cgroup

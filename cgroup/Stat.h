@@ -1,0 +1,37 @@
+// memory.stat and cpu.stat of a cgroup: flat "key value" files.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+
+#include "base/Result.h"
+
+namespace reclaimd::cgroup {
+
+// Bytes, except the refault counter (pages, cumulative).
+struct MemoryStat {
+  std::uint64_t anon = 0;
+  std::uint64_t file = 0;          // includes shmem/tmpfs, which file reclaim cannot drop
+  std::uint64_t activeFile = 0;
+  std::uint64_t inactiveFile = 0;
+  std::uint64_t shmem = 0;
+  std::uint64_t slabReclaimable = 0;
+  std::uint64_t workingsetRefaultFile = 0;  // 5.9+; 0 when absent
+
+  // Page cache on the file LRUs: what file reclaim can take from this cgroup.
+  std::uint64_t fileCache() const { return activeFile + inactiveFile; }
+};
+
+// Parses memory.stat ("active_file 104857600" lines). active_file and inactive_file are
+// required; the rest default to 0. Errors: Errc::Parse naming the malformed line.
+Result<MemoryStat> parseMemoryStat(std::string_view content);
+
+struct CpuStat {
+  std::uint64_t usageUsec = 0;  // CPU time of the cgroup's tasks, microseconds, cumulative
+};
+
+// Parses cpu.stat ("usage_usec 8734201"). usage_usec is required (present with or without
+// the cpu controller enabled). Errors: Errc::Parse.
+Result<CpuStat> parseCpuStat(std::string_view content);
+
+}  // namespace reclaimd::cgroup
