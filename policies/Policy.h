@@ -1,0 +1,62 @@
+// The policy: what reclaimd may do, and how hard. Built-in defaults reproduce WSL's
+// gradual reclaim (PR 41096) with its numbers; a YAML file (policies/Loader.h) overrides them.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string_view>
+
+#include "base/Units.h"
+
+namespace reclaimd::policies {
+
+using namespace std::chrono_literals;
+
+enum class Mode {
+  Disabled,   // watch and log, write nothing
+  DropCache,  // sync, then drop_caches=3 once per idle period
+  Gradual,    // memory.reclaim toward the floor in bounded steps, every idle tick
+};
+
+const char* toString(Mode mode);
+std::optional<Mode> parseMode(std::string_view text);
+
+struct IdleSettings {
+  // Busy share of all CPUs at or under which the machine counts as idle: the seed's 0.5 %.
+  double thresholdPercent = 0.5;
+  // How long the machine must stay idle before reclaim: the seed's two minutes, so a user
+  // who only paused keeps a warm cache. Also the length of the rolling window.
+  std::chrono::milliseconds grace = 120s;
+  // The span of the "current interval" check. /proc/stat counts 10 ms ticks: over 10 s on one
+  // CPU, 0.5 % is 5 ticks, a threshold that means something; over 1-2 s a single tick is
+  // already 0.5-1 % (idle was seen to be unreachable with 2 s samples on a 1-vCPU guest).
+  std::chrono::milliseconds interval = 10s;
+  // How often /proc/stat is read. Fine enough that reclaim starts within a second of the
+  // grace period ending; the judgement itself uses the longer spans above.
+  std::chrono::milliseconds samplePeriod = 1s;
+};
+
+struct ReclaimSettings {
+  // File cache kept in RAM: the seed's 128 MiB, so the next command still finds its tools warm.
+  std::uint64_t floor = 128 * kMiB;
+  // A step is MemTotal/stepDivisor clamped to [stepMin, stepMax]: the seed's RAM-scaled steps
+  // (MemTotal/32 within 256 MiB..1 GiB).
+  std::uint64_t stepMin = 256 * kMiB;
+  std::uint64_t stepMax = 1 * kGiB;
+  std::uint32_t stepDivisor = 32;
+  // A step is written as requests of at most this size, each timed, with signals and pressure
+  // checked between them: 64 MiB took 30-60 ms on a TCG guest, so SIGTERM is answered fast.
+  std::uint64_t chunk = 64 * kMiB;
+  // Compact free memory on entering an idle period and after each step: the host only takes
+  // back free blocks of at least page_reporting_order (2 MiB on x86).
+  bool compact = true;
+};
+
+struct Policy {
+  Mode mode = Mode::Gradual;
+  IdleSettings idle;
+  ReclaimSettings reclaim;
+};
+
+}  // namespace reclaimd::policies
