@@ -1,0 +1,133 @@
+#include "controller/Cli.h"
+
+#include <CLI/CLI.hpp>
+
+#include <cstdio>
+#include <iostream>
+
+#include "base/Log.h"
+#include "base/Units.h"
+#include "controller/Daemon.h"
+#include "controller/ExitCodes.h"
+#include "controller/ModeChoice.h"
+#include "controller/Probe.h"
+#include "policies/Loader.h"
+#include "policies/Step.h"
+
+#ifndef RECLAIMD_VERSION
+#define RECLAIMD_VERSION "unknown"
+#endif
+
+namespace reclaimd::controller {
+
+namespace {
+
+struct Common {
+  std::string config;
+  std::string procRoot = "/proc";
+  std::string cgroupRoot;
+  std::string logLevel = "info";
+  bool dryRun = false;
+};
+
+Paths pathsOf(const Common& c) { return Paths{c.procRoot, c.cgroupRoot}; }
+
+// The policy in force: the file when given, else the built-in default.
+Result<policies::Policy> loadPolicy(const Common& c) {
+  if (c.config.empty()) return policies::Policy{};
+  return policies::loadPolicyFile(c.config);
+}
+
+int commandRun(const Common& c) {
+  if (auto blocked = blockDaemonSignals(); !blocked) {
+    std::cerr << blocked.error().message() << "\n";
+    return kExitFailure;
+  }
+  auto level = parseLogLevel(c.logLevel);
+  initLogging(level.value_or(spdlog::level::info));
+  auto policy = loadPolicy(c);
+  if (!policy) {
+    spdlog::error("event=config_invalid error=\"{}\"", policy.error().message());
+    shutdownLogging();
+    return kExitConfig;
+  }
+  RealClock clock;
+  Daemon daemon(DaemonOptions{pathsOf(c), c.config, c.dryRun}, *policy, clock);
+  const int code = daemon.run();
+  spdlog::info("event=exit code={}", code);
+  shutdownLogging();
+  return code;
+}
+
+int commandProbe(const Common& c) {
+  auto policy = loadPolicy(c);
+  if (!policy) {
+    std::cerr << policy.error().message() << "\n";
+    return kExitConfig;
+  }
+  const Capabilities caps = probe(pathsOf(c));
+  const EffectiveMode mode = chooseMode(policy->mode, caps);
+  std::cout << describe(caps);
+  std::cout << "requested_mode: " << toString(policy->mode) << "\n";
+  std::cout << "effective_mode: " << toString(mode.mode);
+  if (mode.mode == policies::Mode::Gradual) std::cout << " (" << toString(mode.format) << ")";
+  std::cout << "\nreason: " << mode.reason << "\n";
+  return mode.unusable ? kExitUnavailable : kExitOk;
+}
+
+int commandCheckConfig(const std::string& file) {
+  auto policy = policies::loadPolicyFile(file);
+  if (!policy) {
+    std::cerr << policy.error().message() << "\n";
+    return kExitConfig;
+  }
+  const auto& p = *policy;
+  std::cout << file << ": valid\n"
+            << "mode: " << toString(p.mode) << "\n"
+            << "idle: threshold " << p.idle.thresholdPercent << "%, grace " << formatDuration(p.idle.grace)
+            << ", interval " << formatDuration(p.idle.interval) << ", sample every "
+            << formatDuration(p.idle.samplePeriod) << "\n"
+            << "reclaim: floor " << formatBytes(p.reclaim.floor) << ", step MemTotal/" << p.reclaim.stepDivisor
+            << " within " << formatBytes(p.reclaim.stepMin) << ".." << formatBytes(p.reclaim.stepMax) << ", chunk "
+            << formatBytes(p.reclaim.chunk) << ", compact " << (p.reclaim.compact ? "yes" : "no") << "\n";
+  return kExitOk;
+}
+
+}  // namespace
+
+int runCli(int argc, char** argv) {
+  CLI::App app{"reclaimd: gives a Linux machine's idle page cache back to its host"};
+  app.set_version_flag("--version", std::string("reclaimd ") + RECLAIMD_VERSION);
+  app.require_subcommand(0, 1);
+  app.fallthrough();
+
+  Common c;
+  app.add_option("-c,--config", c.config, "YAML policy file (default: the built-in policy)");
+  app.add_option("--proc-root", c.procRoot, "where procfs is mounted (tests point this at a fixture)")
+      ->capture_default_str();
+  app.add_option("--cgroup-root", c.cgroupRoot, "the cgroup2 root (default: found in /proc/self/mountinfo)");
+  app.add_option("--log-level", c.logLevel, "trace, debug, info, warn, error or off")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"trace", "debug", "info", "warn", "warning", "error", "off"}));
+  app.add_flag("--dry-run", c.dryRun, "decide and log, write nothing (the probe's zero-byte requests aside)");
+
+  auto* run = app.add_subcommand("run", "run the daemon (the default)");
+  auto* probeCmd = app.add_subcommand("probe", "print what this kernel supports and the mode that would run");
+  std::string checkFile;
+  auto* check = app.add_subcommand("check-config", "validate a policy file without running");
+  check->add_option("file", checkFile, "the policy file")->required();
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int code = app.exit(e);
+    // --help and --version exit 0; every other parse error is a usage error.
+    return code == 0 ? kExitOk : kExitUsage;
+  }
+  if (*probeCmd) return commandProbe(c);
+  if (*check) return commandCheckConfig(checkFile);
+  (void)run;
+  return commandRun(c);
+}
+
+}  // namespace reclaimd::controller

@@ -1,0 +1,79 @@
+// The daemon: one thread, one epoll. A timerfd paces the samples, a signalfd turns SIGTERM,
+// SIGINT and SIGHUP into events; every loop turn takes one `now` and hands plain snapshots to
+// the pure decision code (IdleDetector, decide), then carries out the plan.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "base/Clock.h"
+#include "base/Files.h"
+#include "base/UniqueFd.h"
+#include "cgroup/Reclaim.h"
+#include "controller/Decide.h"
+#include "controller/IdleDetector.h"
+#include "controller/ModeChoice.h"
+#include "controller/Paths.h"
+#include "controller/Probe.h"
+#include "policies/Policy.h"
+
+namespace reclaimd::controller {
+
+struct DaemonOptions {
+  Paths paths;
+  std::string configPath;  // empty: built-in policy; SIGHUP then has nothing to reload
+  bool dryRun = false;     // decide and log; write nothing but the probe's zero-byte requests
+};
+
+// Blocks SIGTERM, SIGINT and SIGHUP in the calling thread, so they reach the daemon only
+// through its signalfd. Call before any other thread (the logger's) starts: threads inherit
+// the mask, and an unblocked thread would take SIGTERM's default action and kill the process.
+Result<void> blockDaemonSignals();
+
+class Daemon {
+ public:
+  Daemon(DaemonOptions options, policies::Policy policy, const Clock& clock);
+
+  // Probes, then loops until SIGTERM or SIGINT. Returns an exit code (ExitCodes.h).
+  int run();
+
+ private:
+  Result<void> setUp();
+  Result<void> armTimer();
+  void applyProbe(const char* why);
+  void onSignal();
+  void onTimer();
+  void tick(TimePoint now);
+  void reload();
+  void carryOut(const Plan& plan, const proc::Meminfo& before);
+  void reclaimStep(std::uint64_t bytes, const proc::Meminfo& before);
+  void dropCaches(const proc::Meminfo& before);
+  void compact();
+  bool stopRequested() const;
+  std::optional<CpuSample> readSample(TimePoint now);
+  std::optional<proc::Meminfo> readMeminfo();
+  void reportSampleError(const Error& error);
+
+  DaemonOptions options_;
+  policies::Policy policy_;
+  const Clock& clock_;
+
+  Capabilities caps_;
+  EffectiveMode mode_;
+  IdleDetector detector_;
+  PeriodState period_;
+
+  UniqueFd epoll_, timer_, signals_;
+  KeptFile stat_, meminfo_;
+  UniqueFd cgroupDir_;
+  std::optional<cgroup::ReclaimFile> rootReclaim_;
+  std::chrono::nanoseconds tick_{10'000'000};  // one USER_HZ tick; set from sysconf
+
+  bool stop_ = false;
+  int exitCode_ = 0;
+  std::uint64_t sampleErrors_ = 0;
+  TimePoint lastSampleErrorLog_{};
+};
+
+}  // namespace reclaimd::controller

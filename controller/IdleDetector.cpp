@@ -1,0 +1,86 @@
+#include "controller/IdleDetector.h"
+
+#include <algorithm>
+
+namespace reclaimd::controller {
+
+const char* toString(IdleState state) {
+  switch (state) {
+    case IdleState::Warmup: return "warmup";
+    case IdleState::Busy: return "busy";
+    case IdleState::Blocked: return "blocked";
+    case IdleState::Idle: return "idle";
+  }
+  return "?";
+}
+
+void IdleDetector::reset() {
+  history_.clear();
+  inPeriod_ = false;
+}
+
+const CpuSample* IdleDetector::sampleAtOrBefore(TimePoint t) const {
+  const CpuSample* found = nullptr;
+  for (const auto& s : history_) {
+    if (s.at > t) break;
+    found = &s;
+  }
+  return found;
+}
+
+double IdleDetector::busyPercent(const CpuSample& from, const CpuSample& to) const {
+  const auto total = to.total - from.total;
+  // No CPU time passed (two samples inside one tick): nothing proves the span was quiet.
+  if (total <= std::chrono::nanoseconds(0)) return 100.0;
+  // Own work is subtracted span by span; tick sampling can make a short span's difference
+  // slightly negative, which means "nothing but us".
+  const auto busy = std::max((to.busy - from.busy) - (to.own - from.own), std::chrono::nanoseconds(0));
+  return 100.0 * static_cast<double>(busy.count()) / static_cast<double>(total.count());
+}
+
+void IdleDetector::prune(TimePoint now) {
+  // Keep one sample at or before the start of the longest span as its anchor.
+  const TimePoint horizon = now - std::max(config_.grace, config_.interval);
+  while (history_.size() >= 2 && history_[1].at <= horizon) history_.pop_front();
+}
+
+IdleVerdict IdleDetector::add(const CpuSample& sample) {
+  IdleVerdict verdict;
+  if (!history_.empty()) {
+    const CpuSample& last = history_.back();
+    if (sample.busy < last.busy || sample.total < last.total || sample.own < last.own || sample.at < last.at) {
+      verdict.reset = true;
+      verdict.periodEnded = inPeriod_;
+      reset();
+    }
+  }
+  history_.push_back(sample);
+  prune(sample.at);
+
+  const CpuSample* windowStart = sampleAtOrBefore(sample.at - config_.grace);
+  const CpuSample* intervalStart = sampleAtOrBefore(sample.at - config_.interval);
+  if (intervalStart == nullptr) intervalStart = &history_.front();
+  if (intervalStart != &history_.back()) verdict.intervalPercent = busyPercent(*intervalStart, sample);
+
+  if (windowStart == nullptr) {
+    verdict.state = IdleState::Warmup;
+    return verdict;
+  }
+  verdict.windowPercent = busyPercent(*windowStart, sample);
+  const bool windowQuiet = verdict.windowPercent <= config_.thresholdPercent;
+  const bool intervalQuiet = verdict.intervalPercent <= config_.thresholdPercent;
+  if (!windowQuiet) {
+    verdict.state = IdleState::Busy;
+    verdict.periodEnded = verdict.periodEnded || inPeriod_;
+    inPeriod_ = false;
+  } else if (!intervalQuiet) {
+    verdict.state = IdleState::Blocked;
+  } else {
+    verdict.state = IdleState::Idle;
+    verdict.periodStarted = !inPeriod_;
+    inPeriod_ = true;
+  }
+  return verdict;
+}
+
+}  // namespace reclaimd::controller

@@ -1,0 +1,86 @@
+// The idle detector: is the machine (or, later, a cgroup) quiet enough, for long enough,
+// to give its cache back?
+//
+// Semantics (the seed's, at finer time resolution):
+// - Idle when the busy share is at or under the threshold over the current interval (a
+//   sliding span, 10 s by default) AND over a rolling window as long as the grace period.
+// - The window must be full: right after start or a reset, the grace period runs in full.
+// - A short burst blocks the current tick (the interval is over the threshold) but keeps
+//   the window's history: when the burst is small the idle period goes on right after it.
+// - The idle period ends only when the window goes busy, or on a reset.
+// - Counters going backwards (CPU hotplug, a new cgroup under an old name) reset the tracker.
+// - Busy time is reduced by the sampler's own CPU time (`own`), so reclaimd's reads,
+//   reclaim writes and compaction never hold back or end an idle period.
+// Pure: fed with samples that carry their own timestamps; never reads a clock or a file.
+#pragma once
+
+#include <chrono>
+#include <deque>
+#include <optional>
+
+#include "base/Clock.h"
+
+namespace reclaimd::controller {
+
+struct IdleConfig {
+  double thresholdPercent = 0.5;
+  std::chrono::nanoseconds grace = std::chrono::seconds(120);
+  std::chrono::nanoseconds interval = std::chrono::seconds(10);
+};
+
+// Cumulative counters at one instant. `busy` and `total` are CPU time summed over the CPUs
+// being judged (total = busy + idle); `own` is the sampler's own CPU time, also cumulative.
+struct CpuSample {
+  TimePoint at;
+  std::chrono::nanoseconds busy{0};
+  std::chrono::nanoseconds total{0};
+  std::chrono::nanoseconds own{0};
+};
+
+enum class IdleState {
+  Warmup,   // not enough history yet for a full window
+  Busy,     // the window is over the threshold
+  Blocked,  // the window is quiet but the current interval is not: wait, keep the period
+  Idle,     // both quiet: act
+};
+
+const char* toString(IdleState state);
+
+struct IdleVerdict {
+  IdleState state = IdleState::Warmup;
+  bool periodStarted = false;  // this sample began an idle period
+  bool periodEnded = false;    // this sample ended one (window went busy, or a reset)
+  bool reset = false;          // counters went backwards: history dropped
+  double intervalPercent = 0;  // busy share of the current interval
+  double windowPercent = 0;    // busy share of the window (0 while warming up)
+
+  bool idle() const { return state == IdleState::Idle; }
+};
+
+class IdleDetector {
+ public:
+  explicit IdleDetector(IdleConfig config) : config_(config) {}
+
+  // Adds a sample (timestamps must not go backwards) and judges the state at its time.
+  IdleVerdict add(const CpuSample& sample);
+
+  // New settings; the history is kept, so a longer grace simply needs more of it.
+  void reconfigure(IdleConfig config) { config_ = config; }
+  const IdleConfig& config() const { return config_; }
+
+  bool inIdlePeriod() const { return inPeriod_; }
+  // Drops all history; the next sample is a new baseline.
+  void reset();
+
+ private:
+  // Newest sample at or before `t`, or nullptr when history does not reach back that far.
+  const CpuSample* sampleAtOrBefore(TimePoint t) const;
+  double busyPercent(const CpuSample& from, const CpuSample& to) const;
+  void prune(TimePoint now);
+
+  IdleConfig config_;
+  std::deque<CpuSample> history_;
+  bool inPeriod_ = false;
+};
+
+}  // namespace reclaimd::controller

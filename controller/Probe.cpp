@@ -1,0 +1,140 @@
+#include "controller/Probe.h"
+
+#include <fcntl.h>
+
+#include "base/Files.h"
+#include "cgroup/ControlFiles.h"
+#include "cgroup/Mountinfo.h"
+#include "cgroup/Reclaim.h"
+#include "proc/Meminfo.h"
+#include "psi/Pressure.h"
+
+namespace reclaimd::controller {
+
+namespace {
+
+std::string findCgroupRoot(const Paths& paths, std::string& problem) {
+  if (!paths.cgroupRoot.empty()) return paths.cgroupRoot;
+  auto text = readFileAt(AT_FDCWD, paths.proc(kProcMountinfo));
+  if (!text) {
+    problem = text.error().message();
+    return {};
+  }
+  auto mounts = cgroup::parseMountinfo(*text);
+  if (!mounts) {
+    problem = mounts.error().message();
+    return {};
+  }
+  auto found = cgroup::findCgroup2(*mounts);
+  if (!found) {
+    problem = "no cgroup2 filesystem is mounted";
+    return {};
+  }
+  return found->mountPoint;
+}
+
+void probeCgroup(const Paths& paths, Capabilities& caps) {
+  caps.cgroupRoot = findCgroupRoot(paths, caps.cgroupProblem);
+  if (caps.cgroupRoot.empty()) {
+    caps.reclaimProblem = "no cgroup2 hierarchy";
+    return;
+  }
+  auto dir = openAt(AT_FDCWD, caps.cgroupRoot, O_RDONLY | O_DIRECTORY);
+  if (!dir) {
+    caps.cgroupProblem = dir.error().message();
+    caps.reclaimProblem = "cgroup2 root not usable";
+    return;
+  }
+  auto controllers = readFileAt(dir->get(), cgroup::kControllers);
+  if (!controllers) {
+    caps.cgroupProblem = caps.cgroupRoot + ": " + controllers.error().message();
+  } else {
+    std::string_view list = *controllers;
+    // Space-separated words; "memory" must be a whole word.
+    for (std::size_t pos = 0; pos < list.size();) {
+      std::size_t end = list.find_first_of(" \n", pos);
+      if (end == std::string_view::npos) end = list.size();
+      if (list.substr(pos, end - pos) == "memory") caps.memoryController = true;
+      pos = end + 1;
+    }
+    if (!caps.memoryController) {
+      caps.cgroupProblem = "the memory controller is not on the cgroup2 hierarchy at " + caps.cgroupRoot +
+                           " (a hybrid mount keeps it on cgroup v1)";
+    }
+  }
+  auto file = cgroup::ReclaimFile::open(dir->get(), caps.cgroupRoot);
+  if (!file) {
+    caps.reclaimProblem = file.error().message();
+    return;
+  }
+  auto plain = file->probe(cgroup::ReclaimFormat::Plain);
+  if (plain.status != cgroup::ReclaimStatus::Done) {
+    caps.reclaimProblem = caps.cgroupRoot + "/" + cgroup::kMemoryReclaim + ": a zero-byte request failed: " +
+                          std::error_code(plain.err, std::generic_category()).message();
+    return;
+  }
+  caps.reclaimWritable = true;
+  auto keyed = file->probe(cgroup::ReclaimFormat::SwappinessZero);
+  switch (keyed.status) {
+    case cgroup::ReclaimStatus::Done: caps.swappinessKey = KeySupport::Supported; break;
+    case cgroup::ReclaimStatus::Unsupported: caps.swappinessKey = KeySupport::Unsupported; break;
+    case cgroup::ReclaimStatus::Partial:
+    case cgroup::ReclaimStatus::Gone:
+    case cgroup::ReclaimStatus::Interrupted:
+    case cgroup::ReclaimStatus::Failed: caps.swappinessKey = KeySupport::Unknown; break;
+  }
+}
+
+bool openableForWrite(const std::string& path, std::string* problem) {
+  auto fd = openAt(AT_FDCWD, path, O_WRONLY);
+  if (!fd && problem) *problem = fd.error().message();
+  return fd.ok();
+}
+
+}  // namespace
+
+Capabilities probe(const Paths& paths) {
+  Capabilities caps;
+  probeCgroup(paths, caps);
+
+  if (auto text = readFileAt(AT_FDCWD, paths.proc(kProcMeminfo))) {
+    if (auto mem = proc::parseMeminfo(*text)) caps.swapActive = mem->swapTotal > 0;
+  }
+  auto pressure = readFileAt(AT_FDCWD, paths.proc(kProcPressureMemory));
+  if (!pressure) {
+    caps.psiProblem = pressure.error().message() + " (Debian kernels need psi=1 on the command line)";
+  } else if (auto parsed = psi::parsePressure(*pressure); !parsed) {
+    caps.psiProblem = parsed.error().message();
+  } else {
+    caps.psiAvailable = true;
+  }
+  caps.compactMemory = openableForWrite(paths.proc(kCompactMemory), nullptr);
+  caps.dropCaches = openableForWrite(paths.proc(kDropCaches), &caps.dropCachesProblem);
+  return caps;
+}
+
+std::string describe(const Capabilities& caps) {
+  auto yesNo = [](bool b) { return b ? "yes" : "no"; };
+  std::string out;
+  auto line = [&](const char* key, const std::string& value, const std::string& problem = {}) {
+    out += key;
+    out += ": ";
+    out += value;
+    if (!problem.empty()) out += " (" + problem + ")";
+    out += "\n";
+  };
+  line("cgroup2_root", caps.cgroupRoot.empty() ? "none" : caps.cgroupRoot, caps.cgroupRoot.empty() ? caps.cgroupProblem : "");
+  line("memory_controller", yesNo(caps.memoryController), caps.memoryController ? "" : caps.cgroupProblem);
+  line("memory_reclaim", caps.reclaimWritable ? "writable" : "unavailable", caps.reclaimProblem);
+  const char* key = caps.swappinessKey == KeySupport::Supported     ? "yes"
+                    : caps.swappinessKey == KeySupport::Unsupported ? "no (kernel before 6.11)"
+                                                                     : "unknown";
+  line("swappiness_key", key);
+  line("swap_active", yesNo(caps.swapActive));
+  line("psi", yesNo(caps.psiAvailable), caps.psiProblem);
+  line("compact_memory", yesNo(caps.compactMemory));
+  line("drop_caches", caps.dropCaches ? "writable" : "unavailable", caps.dropCachesProblem);
+  return out;
+}
+
+}  // namespace reclaimd::controller

@@ -1,0 +1,35 @@
+// The capability probe: what this kernel and this mount layout let reclaimd do.
+// Run at start, on SIGHUP, after an EINVAL from memory.reclaim, and by `reclaimd probe`.
+#pragma once
+
+#include <string>
+
+#include "controller/Paths.h"
+
+namespace reclaimd::controller {
+
+enum class KeySupport { Supported, Unsupported, Unknown };
+
+struct Capabilities {
+  std::string cgroupRoot;         // the cgroup2 root in use; empty when none was found
+  std::string cgroupProblem;      // why there is none, or why it has no memory controller
+  bool memoryController = false;  // "memory" listed in the root's cgroup.controllers
+  bool reclaimWritable = false;   // the root's memory.reclaim took a zero-byte request
+  std::string reclaimProblem;
+  KeySupport swappinessKey = KeySupport::Unknown;  // "0 swappiness=0" accepted (6.11+)
+  bool swapActive = false;        // SwapTotal > 0
+  bool psiAvailable = false;      // <proc>/pressure/memory readable (needs psi=1 on Debian)
+  std::string psiProblem;
+  bool compactMemory = false;     // <proc>/sys/vm/compact_memory writable (CONFIG_COMPACTION)
+  bool dropCaches = false;        // <proc>/sys/vm/drop_caches writable
+  std::string dropCachesProblem;
+};
+
+// Probes. The only writes are zero-byte memory.reclaim requests, which reclaim nothing;
+// drop_caches and compact_memory are opened for writing and closed unwritten.
+Capabilities probe(const Paths& paths);
+
+// The probe as "key: value" lines for `reclaimd probe`.
+std::string describe(const Capabilities& caps);
+
+}  // namespace reclaimd::controller

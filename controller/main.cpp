@@ -1,0 +1,3 @@
+#include "controller/Cli.h"
+
+int main(int argc, char** argv) { return reclaimd::controller::runCli(argc, argv); }
