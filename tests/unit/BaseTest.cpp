@@ -1,0 +1,111 @@
+// Units parsing/printing, KeptFile re-reads, and the pressure parser.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+
+#include "base/Files.h"
+#include "base/Units.h"
+#include "psi/Pressure.h"
+#include "tests/unit/Fixture.h"
+
+namespace reclaimd {
+namespace {
+
+using namespace std::chrono_literals;
+
+TEST(Units, Bytes) {
+  EXPECT_EQ(parseBytes("0"), 0u);
+  EXPECT_EQ(parseBytes("134217728"), 134217728u);
+  EXPECT_EQ(parseBytes("128M"), 128 * kMiB);
+  EXPECT_EQ(parseBytes("128Mi"), 128 * kMiB);
+  EXPECT_EQ(parseBytes("128MiB"), 128 * kMiB);
+  EXPECT_EQ(parseBytes("128MB"), 128 * kMiB);
+  EXPECT_EQ(parseBytes("1G"), kGiB);
+  EXPECT_EQ(parseBytes("4k"), 4 * kKiB);
+  EXPECT_EQ(parseBytes("2T"), 2048 * kGiB);
+  EXPECT_EQ(parseBytes("17B"), 17u);
+  for (const char* bad : {"", "M", "-1", "1.5G", "12 M", "1X", "1MiBs", "1Bi", "99999999999999999999G"}) {
+    EXPECT_FALSE(parseBytes(bad).has_value()) << bad;
+  }
+}
+
+TEST(Units, Durations) {
+  EXPECT_EQ(parseDuration("500ms"), 500ms);
+  EXPECT_EQ(parseDuration("30s"), 30s);
+  EXPECT_EQ(parseDuration("120"), 120s);
+  EXPECT_EQ(parseDuration("2m"), 120s);
+  EXPECT_EQ(parseDuration("1h"), 3600s);
+  for (const char* bad : {"", "s", "2 m", "1.5s", "-1s", "10d", "99999999999h"}) {
+    EXPECT_FALSE(parseDuration(bad).has_value()) << bad;
+  }
+}
+
+TEST(Units, Printing) {
+  EXPECT_EQ(formatBytes(128 * kMiB), "128MiB");
+  EXPECT_EQ(formatBytes(kGiB), "1GiB");
+  EXPECT_EQ(formatBytes(1536 * kKiB), "1536KiB") << "exact in some unit: printed exactly";
+  EXPECT_EQ(formatBytes(1536 * kKiB + 1), "1.5MiB");
+  EXPECT_EQ(formatBytes(17), "17B");
+  EXPECT_EQ(formatMiB(256 * kMiB), "256.0");
+  EXPECT_EQ(formatMiBSigned(-static_cast<std::int64_t>(kMiB)), "-1.0");
+  EXPECT_EQ(formatDuration(120s), "120s");
+  EXPECT_EQ(formatDuration(1500ms), "1.5s");
+  EXPECT_EQ(formatDuration(250ms), "250ms");
+}
+
+TEST(KeptFile, RereadsNewContentAndGrows) {
+  testing::Fixture fx;
+  fx.write("f", "short\n");
+  auto f = KeptFile::open(AT_FDCWD, fx.path("f"));
+  ASSERT_TRUE(f.ok());
+  auto first = f->read();
+  ASSERT_TRUE(first.ok());
+  EXPECT_EQ(*first, "short\n");
+  const std::string big(20000, 'x');
+  fx.write("f", big);  // truncates and rewrites the same inode
+  auto second = f->read();
+  ASSERT_TRUE(second.ok());
+  EXPECT_EQ(second->size(), big.size());
+}
+
+TEST(KeptFile, ErrorsCarryThePath) {
+  testing::Fixture fx;
+  auto f = KeptFile::open(AT_FDCWD, fx.path("missing"));
+  ASSERT_FALSE(f.ok());
+  EXPECT_EQ(f.error().errnoValue(), ENOENT);
+  EXPECT_NE(f.error().message().find("missing"), std::string::npos);
+}
+
+TEST(Files, RefusesUnboundedFiles) {
+  testing::Fixture fx;
+  fx.write("huge", std::string(kMaxKernelFileBytes + 10, 'y'));
+  auto r = readFileAt(AT_FDCWD, fx.path("huge"));
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().errnoValue(), EFBIG);
+}
+
+TEST(Pressure, ParsesSomeAndFull) {
+  auto p = psi::parsePressure(
+      "some avg10=1.50 avg60=0.25 avg300=0.00 total=123456\nfull avg10=0.10 avg60=0.00 avg300=0.00 total=999\n");
+  ASSERT_TRUE(p.ok()) << p.error().message();
+  EXPECT_DOUBLE_EQ(p->some.avg10, 1.5);
+  EXPECT_EQ(p->some.totalUsec, 123456u);
+  ASSERT_TRUE(p->full.has_value());
+  EXPECT_EQ(p->full->totalUsec, 999u);
+}
+
+TEST(Pressure, CpuFileWithoutFullLine) {
+  auto p = psi::parsePressure("some avg10=0.00 avg60=0.00 avg300=0.00 total=0\n");
+  ASSERT_TRUE(p.ok());
+  EXPECT_FALSE(p->full.has_value());
+}
+
+TEST(Pressure, MalformedIsAnError) {
+  for (const char* bad : {"", "some avg10=x avg60=0 avg300=0 total=0\n", "some avg10=0 avg60=0 avg300=0\n",
+                          "some avg10=0 avg60=0 avg300=0 total=-1\n", "other avg10=0 avg60=0 avg300=0 total=0\n",
+                          "full avg10=0 avg60=0 avg300=0 total=0\n", "some avg10=0.00 avg60"}) {
+    EXPECT_FALSE(psi::parsePressure(bad).ok()) << bad;
+  }
+}
+
+}  // namespace
+}  // namespace reclaimd

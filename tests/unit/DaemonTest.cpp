@@ -1,0 +1,235 @@
+// End to end on fixture trees: the real binary, a simulated /proc/stat that a thread keeps
+// advancing, regular files standing in for memory.reclaim, drop_caches and compact_memory.
+// What a fixture cannot show (EINVAL from 6.1, EAGAIN, real cache falling) the VM tests show.
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <atomic>
+#include <thread>
+
+#include "tests/unit/Fixture.h"
+#include "tests/unit/Process.h"
+
+namespace reclaimd::testing {
+namespace {
+
+using namespace std::chrono_literals;
+
+// A machine whose CPU counters move: every 20 ms, `busy` ticks of work and 100 idle ticks.
+class FakeMachine {
+ public:
+  explicit FakeMachine(Fixture& fx) : fx_(fx) {
+    fx_.write("proc/stat", procStat(0, 0, 0));
+    fx_.write("proc/meminfo", meminfo(2048, 1000, 300, 200, 50));
+    fx_.write("proc/pressure/memory", "some avg10=0.00 avg60=0.00 avg300=0.00 total=0\n");
+    fx_.write("proc/sys/vm/drop_caches", "");
+    fx_.write("proc/sys/vm/compact_memory", "");
+    fx_.write("cg/cgroup.controllers", "cpu io memory pids\n");
+    fx_.write("cg/memory.reclaim", "");
+    thread_ = std::thread([this] {
+      unsigned long long busy = 0, idle = 0;
+      while (!done_) {
+        busy += busyPerTick_;
+        idle += 100;
+        fx_.write("proc/stat", malformed_ ? std::string("cpu  12 x\n") : procStat(busy, 0, idle));
+        std::this_thread::sleep_for(20ms);
+      }
+    });
+  }
+  ~FakeMachine() {
+    done_ = true;
+    thread_.join();
+  }
+  void setBusy(int ticks) { busyPerTick_ = ticks; }
+  void setMalformed(bool m) { malformed_ = m; }
+
+ private:
+  Fixture& fx_;
+  std::atomic<bool> done_{false}, malformed_{false};
+  std::atomic<int> busyPerTick_{0};
+  std::thread thread_;
+};
+
+constexpr const char* kFastPolicy =
+    "idle:\n  grace: 1s\n  interval: 1s\n  sample_period: 100ms\n";
+
+class DaemonTest : public ::testing::Test {
+ protected:
+  void SetUp() override { fx_.write("policy.yaml", std::string("mode: gradual\n") + kFastPolicy); }
+
+  std::unique_ptr<Process> start(std::vector<std::string> extra = {}) {
+    std::vector<std::string> argv = {RECLAIMD_BINARY, "--proc-root", fx_.path("proc"), "--cgroup-root",
+                                     fx_.path("cg"), "--config", fx_.path("policy.yaml"), "--log-level", "debug"};
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    return std::make_unique<Process>(argv, fx_.path("log"));
+  }
+  std::string log() const { return fx_.read("log"); }
+  bool logHas(const std::string& text) const { return log().find(text) != std::string::npos; }
+  bool waitLog(const std::string& text, std::chrono::milliseconds timeout = 10s) const {
+    return eventually([&] { return logHas(text); }, timeout);
+  }
+
+  Fixture fx_;
+};
+
+TEST_F(DaemonTest, GradualReclaimsInChunksAfterGraceAndCompacts) {
+  FakeMachine machine(fx_);
+  auto d = start();
+  ASSERT_TRUE(waitLog("event=reclaim_step")) << log();
+  // 550 MiB reclaimable, 128 MiB floor, 256 MiB step on a 2 GiB machine: four 64 MiB chunks.
+  EXPECT_TRUE(logHas("event=mode requested=gradual effective=gradual format=swappiness=0")) << log();
+  EXPECT_TRUE(logHas("event=idle_entered")) << log();
+  EXPECT_TRUE(logHas("asked_mib=256.0 requested_mib=256.0")) << log();
+  EXPECT_TRUE(logHas("chunks=4")) << log();
+  EXPECT_EQ(fx_.read("cg/memory.reclaim"), "67108864 swappiness=0");
+  ASSERT_TRUE(eventually([&] { return fx_.read("proc/sys/vm/compact_memory") == "1"; }, 5s));
+  EXPECT_EQ(fx_.read("proc/sys/vm/drop_caches"), "") << "gradual never drops caches";
+  d->signal(SIGTERM);
+  EXPECT_EQ(d->wait(5s), 0) << log();
+  EXPECT_TRUE(logHas("event=stop signal=SIGTERM"));
+}
+
+TEST_F(DaemonTest, NoReclaimWhileBusy) {
+  FakeMachine machine(fx_);
+  machine.setBusy(20);  // 20 % of the machine
+  auto d = start();
+  ASSERT_TRUE(waitLog("event=start"));
+  std::this_thread::sleep_for(2500ms);  // more than twice the grace period
+  EXPECT_FALSE(logHas("event=idle_entered")) << log();
+  EXPECT_EQ(fx_.read("cg/memory.reclaim"), "0 swappiness=0") << "only the probe wrote";
+  machine.setBusy(0);
+  EXPECT_TRUE(waitLog("event=idle_entered")) << "idle once the work stops";
+  d->signal(SIGINT);
+  EXPECT_EQ(d->wait(5s), 0);
+}
+
+TEST_F(DaemonTest, DryRunWritesNothing) {
+  FakeMachine machine(fx_);
+  auto d = start({"--dry-run"});
+  ASSERT_TRUE(waitLog("event=reclaim_step cgroup=/ dry_run=true")) << log();
+  ASSERT_TRUE(waitLog("event=compact dry_run=true")) << log();
+  EXPECT_EQ(fx_.read("cg/memory.reclaim"), "0 swappiness=0");
+  EXPECT_EQ(fx_.read("proc/sys/vm/compact_memory"), "");
+  EXPECT_EQ(fx_.read("proc/sys/vm/drop_caches"), "");
+  d->signal(SIGTERM);
+  EXPECT_EQ(d->wait(5s), 0);
+}
+
+TEST_F(DaemonTest, DropCacheOncePerIdlePeriod) {
+  fx_.write("policy.yaml", std::string("mode: dropcache\n") + kFastPolicy);
+  FakeMachine machine(fx_);
+  auto d = start();
+  ASSERT_TRUE(waitLog("event=dropcache freed_mib=")) << log();
+  EXPECT_EQ(fx_.read("proc/sys/vm/drop_caches"), "3");
+  std::this_thread::sleep_for(1s);
+  const std::string text = log();
+  std::size_t count = 0;
+  for (std::size_t pos = 0; (pos = text.find("event=dropcache ", pos)) != std::string::npos; ++pos) ++count;
+  EXPECT_EQ(count, 1u) << "once per idle period\n" << text;
+  EXPECT_EQ(fx_.read("cg/memory.reclaim"), "0 swappiness=0") << "dropcache never writes memory.reclaim";
+  d->signal(SIGTERM);
+  EXPECT_EQ(d->wait(5s), 0);
+}
+
+TEST_F(DaemonTest, DisabledWatchesOnly) {
+  fx_.write("policy.yaml", std::string("mode: disabled\n") + kFastPolicy);
+  FakeMachine machine(fx_);
+  auto d = start();
+  ASSERT_TRUE(waitLog("event=idle_entered")) << log();
+  std::this_thread::sleep_for(500ms);
+  EXPECT_EQ(fx_.read("cg/memory.reclaim"), "0 swappiness=0");
+  EXPECT_EQ(fx_.read("proc/sys/vm/drop_caches"), "");
+  EXPECT_EQ(fx_.read("proc/sys/vm/compact_memory"), "");
+  d->signal(SIGTERM);
+  EXPECT_EQ(d->wait(5s), 0);
+}
+
+TEST_F(DaemonTest, SighupKeepsTheOldPolicyWhenTheNewOneIsInvalid) {
+  FakeMachine machine(fx_);
+  auto d = start();
+  ASSERT_TRUE(waitLog("event=start"));
+  fx_.write("policy.yaml", "mode: sometimes\n");
+  d->signal(SIGHUP);
+  ASSERT_TRUE(waitLog("event=reload result=rejected keeping=previous")) << log();
+  EXPECT_TRUE(logHas("policy.yaml:1:7: mode")) << log();
+  EXPECT_TRUE(d->running());
+  fx_.write("policy.yaml", std::string("mode: disabled\n") + kFastPolicy);
+  d->signal(SIGHUP);
+  ASSERT_TRUE(waitLog("event=reload result=applied mode=disabled")) << log();
+  d->signal(SIGTERM);
+  EXPECT_EQ(d->wait(5s), 0);
+}
+
+TEST_F(DaemonTest, MalformedProcStatSkipsSamplesAndRecovers) {
+  FakeMachine machine(fx_);
+  machine.setMalformed(true);
+  auto d = start();
+  ASSERT_TRUE(waitLog("event=sample_skipped")) << log();
+  EXPECT_TRUE(logHas("is not a number")) << log();
+  EXPECT_TRUE(d->running());
+  machine.setMalformed(false);
+  EXPECT_TRUE(waitLog("event=idle_entered")) << log();
+  d->signal(SIGTERM);
+  EXPECT_EQ(d->wait(5s), 0);
+}
+
+TEST_F(DaemonTest, InvalidConfigAtStartIsAConfigError) {
+  fx_.write("policy.yaml", "idle:\n  grace: never\n");
+  FakeMachine machine(fx_);
+  auto d = start();
+  EXPECT_EQ(d->wait(5s), 78);
+  EXPECT_TRUE(logHas("policy.yaml:2:10: idle.grace")) << log();
+}
+
+TEST_F(DaemonTest, NothingPossibleExitsUnavailable) {
+  FakeMachine machine(fx_);
+  fx_.remove("cg/memory.reclaim");
+  fx_.remove("proc/sys/vm/drop_caches");
+  auto d = start();
+  EXPECT_EQ(d->wait(5s), 69);
+  EXPECT_TRUE(logHas("nothing can be reclaimed")) << log();
+}
+
+TEST_F(DaemonTest, MissingProcStatIsASetupFailure) {
+  auto d = start();  // no FakeMachine: the proc tree is empty
+  EXPECT_EQ(d->wait(5s), 1);
+  EXPECT_TRUE(logHas("event=setup_failed")) << log();
+}
+
+TEST(Cli, CheckConfig) {
+  Fixture fx;
+  fx.write("good.yaml", "mode: dropcache\n");
+  fx.write("bad.yaml", "mode: gradual\nreclaim:\n  flor: 1G\n");
+  auto [okCode, okOut] = runCommand({RECLAIMD_BINARY, "check-config", fx.path("good.yaml")});
+  EXPECT_EQ(okCode, 0) << okOut;
+  EXPECT_NE(okOut.find("valid"), std::string::npos);
+  auto [badCode, badOut] = runCommand({RECLAIMD_BINARY, "check-config", fx.path("bad.yaml")});
+  EXPECT_EQ(badCode, 78);
+  EXPECT_NE(badOut.find("bad.yaml:3:3: reclaim.flor: unknown key"), std::string::npos) << badOut;
+}
+
+TEST(Cli, VersionHelpAndUsage) {
+  auto [vCode, vOut] = runCommand({RECLAIMD_BINARY, "--version"});
+  EXPECT_EQ(vCode, 0);
+  EXPECT_NE(vOut.find("reclaimd "), std::string::npos);
+  auto [hCode, hOut] = runCommand({RECLAIMD_BINARY, "--help"});
+  EXPECT_EQ(hCode, 0);
+  EXPECT_NE(hOut.find("check-config"), std::string::npos);
+  auto [uCode, uOut] = runCommand({RECLAIMD_BINARY, "--no-such-flag"});
+  EXPECT_EQ(uCode, 64) << uOut;
+}
+
+TEST(Cli, ProbePrintsCapabilitiesAndMode) {
+  Fixture fx;
+  FakeMachine machine(fx);
+  auto [code, out] = runCommand({RECLAIMD_BINARY, "--proc-root", fx.path("proc"), "--cgroup-root", fx.path("cg"), "probe"});
+  EXPECT_EQ(code, 0) << out;
+  EXPECT_NE(out.find("effective_mode: gradual (swappiness=0)"), std::string::npos) << out;
+  fx.remove("cg/memory.reclaim");
+  fx.remove("proc/sys/vm/drop_caches");
+  auto [code2, out2] = runCommand({RECLAIMD_BINARY, "--proc-root", fx.path("proc"), "--cgroup-root", fx.path("cg"), "probe"});
+  EXPECT_EQ(code2, 69) << out2;
+}
+
+}  // namespace
+}  // namespace reclaimd::testing

@@ -1,0 +1,262 @@
+// The pure decisions: step sizing, the mode chosen for each probe outcome, the per-tick
+// plan, and how a step is cut into chunks.
+#include <gtest/gtest.h>
+
+#include "controller/Decide.h"
+#include "controller/ModeChoice.h"
+#include "controller/ReclaimStep.h"
+#include "policies/Step.h"
+
+namespace reclaimd::controller {
+namespace {
+
+using namespace std::chrono_literals;
+using cgroup::ReclaimFormat;
+using cgroup::ReclaimStatus;
+using policies::Mode;
+
+struct StepCase {
+  std::uint64_t memTotal;
+  std::uint64_t step;
+};
+
+class StepSizeTest : public ::testing::TestWithParam<StepCase> {};
+
+TEST_P(StepSizeTest, RamScaledWithinBounds) {
+  EXPECT_EQ(policies::stepBytes(GetParam().memTotal, policies::ReclaimSettings{}), GetParam().step);
+}
+
+INSTANTIATE_TEST_SUITE_P(Seed, StepSizeTest,
+                         ::testing::Values(StepCase{2 * kGiB, 256 * kMiB},    // 64 MiB, raised to the minimum
+                                           StepCase{8 * kGiB, 256 * kMiB},    // exactly 1/32
+                                           StepCase{16 * kGiB, 512 * kMiB},   // 1/32
+                                           StepCase{32 * kGiB, 1 * kGiB},     // exactly the maximum
+                                           StepCase{64 * kGiB, 1 * kGiB}));  // 2 GiB, capped
+
+TEST(StepSize, RequestStopsAtTheFloor) {
+  EXPECT_EQ(policies::requestBytes(1000 * kMiB, 128 * kMiB, 256 * kMiB), 256 * kMiB);
+  EXPECT_EQ(policies::requestBytes(200 * kMiB, 128 * kMiB, 256 * kMiB), 72 * kMiB);
+  EXPECT_EQ(policies::requestBytes(128 * kMiB, 128 * kMiB, 256 * kMiB), 0u);
+  EXPECT_EQ(policies::requestBytes(10 * kMiB, 128 * kMiB, 256 * kMiB), 0u);
+}
+
+Capabilities fullCaps() {
+  Capabilities c;
+  c.cgroupRoot = "/sys/fs/cgroup";
+  c.memoryController = true;
+  c.reclaimWritable = true;
+  c.swappinessKey = KeySupport::Supported;
+  c.compactMemory = true;
+  c.dropCaches = true;
+  c.psiAvailable = true;
+  return c;
+}
+
+struct ModeCase {
+  const char* name;
+  Mode requested;
+  std::function<void(Capabilities&)> tweak;
+  Mode expected;
+  ReclaimFormat format;
+  bool fellBack;
+  bool unusable;
+};
+
+class ModeChoiceTest : public ::testing::TestWithParam<ModeCase> {};
+
+TEST_P(ModeChoiceTest, FollowsTheProbe) {
+  const ModeCase& c = GetParam();
+  Capabilities caps = fullCaps();
+  c.tweak(caps);
+  EffectiveMode m = chooseMode(c.requested, caps);
+  EXPECT_EQ(m.mode, c.expected) << m.reason;
+  if (m.mode == Mode::Gradual) {
+    EXPECT_EQ(m.format, c.format);
+  }
+  EXPECT_EQ(m.fellBack, c.fellBack);
+  EXPECT_EQ(m.unusable, c.unusable);
+  EXPECT_FALSE(m.reason.empty());
+}
+
+auto keep = [](Capabilities&) {};
+
+INSTANTIATE_TEST_SUITE_P(
+    Table, ModeChoiceTest,
+    ::testing::Values(
+        ModeCase{"kernel_6_12", Mode::Gradual, keep, Mode::Gradual, ReclaimFormat::SwappinessZero, false, false},
+        ModeCase{"kernel_6_1_no_swap", Mode::Gradual,
+                 [](Capabilities& c) { c.swappinessKey = KeySupport::Unsupported; }, Mode::Gradual,
+                 ReclaimFormat::Plain, false, false},
+        ModeCase{"kernel_6_1_with_swap", Mode::Gradual,
+                 [](Capabilities& c) {
+                   c.swappinessKey = KeySupport::Unsupported;
+                   c.swapActive = true;
+                 },
+                 Mode::DropCache, ReclaimFormat::Plain, true, false},
+        ModeCase{"key_unknown_with_swap", Mode::Gradual,
+                 [](Capabilities& c) {
+                   c.swappinessKey = KeySupport::Unknown;
+                   c.swapActive = true;
+                 },
+                 Mode::DropCache, ReclaimFormat::Plain, true, false},
+        ModeCase{"swap_with_key_is_fine", Mode::Gradual, [](Capabilities& c) { c.swapActive = true; }, Mode::Gradual,
+                 ReclaimFormat::SwappinessZero, false, false},
+        ModeCase{"hybrid_no_memory_reclaim", Mode::Gradual,
+                 [](Capabilities& c) {
+                   c.memoryController = false;
+                   c.reclaimWritable = false;
+                   c.swappinessKey = KeySupport::Unknown;
+                 },
+                 Mode::DropCache, ReclaimFormat::Plain, true, false},
+        ModeCase{"nothing_writable", Mode::Gradual,
+                 [](Capabilities& c) {
+                   c.reclaimWritable = false;
+                   c.dropCaches = false;
+                 },
+                 Mode::Disabled, ReclaimFormat::Plain, true, true},
+        ModeCase{"dropcache", Mode::DropCache, keep, Mode::DropCache, ReclaimFormat::Plain, false, false},
+        ModeCase{"dropcache_unwritable", Mode::DropCache, [](Capabilities& c) { c.dropCaches = false; },
+                 Mode::Disabled, ReclaimFormat::Plain, true, true},
+        ModeCase{"disabled", Mode::Disabled, [](Capabilities& c) { c.dropCaches = c.reclaimWritable = false; },
+                 Mode::Disabled, ReclaimFormat::Plain, false, false}),
+    [](const auto& tc) { return std::string(tc.param.name); });
+
+proc::Meminfo mem(std::uint64_t totalMiB, std::uint64_t reclaimableMiB) {
+  proc::Meminfo m;
+  m.memTotal = totalMiB * kMiB;
+  m.memFree = 0;
+  m.activeFile = reclaimableMiB * kMiB;
+  return m;
+}
+
+IdleVerdict idle(bool started = false) {
+  IdleVerdict v;
+  v.state = IdleState::Idle;
+  v.periodStarted = started;
+  return v;
+}
+
+EffectiveMode gradual() { return chooseMode(Mode::Gradual, fullCaps()); }
+
+TEST(Decide, NothingUnlessIdle) {
+  for (IdleState s : {IdleState::Warmup, IdleState::Busy, IdleState::Blocked}) {
+    IdleVerdict v;
+    v.state = s;
+    Plan p = decide(v, mem(2048, 1000), gradual(), {}, true, {});
+    EXPECT_EQ(p.reclaimBytes, 0u);
+    EXPECT_FALSE(p.compact);
+    EXPECT_FALSE(p.dropCache);
+  }
+}
+
+TEST(Decide, GradualStepsTowardTheFloorThenCompacts) {
+  Plan p = decide(idle(true), mem(2048, 1000), gradual(), {}, true, {});
+  EXPECT_EQ(p.reclaimBytes, 256 * kMiB);
+  EXPECT_TRUE(p.compact);
+  p = decide(idle(), mem(2048, 200), gradual(), {}, true, {});
+  EXPECT_EQ(p.reclaimBytes, 72 * kMiB);
+}
+
+TEST(Decide, AtTheFloorCompactsOncePerPeriod) {
+  Plan p = decide(idle(true), mem(2048, 128), gradual(), {}, true, PeriodState{});
+  EXPECT_EQ(p.reclaimBytes, 0u);
+  EXPECT_TRUE(p.compact) << "compaction on entering the idle period";
+  PeriodState done;
+  done.compacted = true;
+  p = decide(idle(), mem(2048, 128), gradual(), {}, true, done);
+  EXPECT_FALSE(p.compact);
+  p = decide(idle(), mem(2048, 128), gradual(), {}, false, PeriodState{});
+  EXPECT_FALSE(p.compact) << "no compact_memory on this kernel";
+}
+
+TEST(Decide, StalledStepWaitsForRegrowth) {
+  PeriodState stalled;
+  stalled.stalledAt = 600 * kMiB;
+  policies::ReclaimSettings settings;  // chunk 64 MiB
+  EXPECT_EQ(decide(idle(), mem(2048, 600), gradual(), settings, true, stalled).reclaimBytes, 0u);
+  EXPECT_EQ(decide(idle(), mem(2048, 663), gradual(), settings, true, stalled).reclaimBytes, 0u);
+  EXPECT_EQ(decide(idle(), mem(2048, 664), gradual(), settings, true, stalled).reclaimBytes, 256 * kMiB);
+}
+
+TEST(Decide, DropCacheOncePerPeriod) {
+  EffectiveMode dc = chooseMode(Mode::DropCache, fullCaps());
+  Plan p = decide(idle(true), mem(2048, 1000), dc, {}, true, {});
+  EXPECT_TRUE(p.dropCache);
+  EXPECT_TRUE(p.compact);
+  EXPECT_EQ(p.reclaimBytes, 0u);
+  PeriodState dropped;
+  dropped.dropped = true;
+  p = decide(idle(), mem(2048, 1000), dc, {}, true, dropped);
+  EXPECT_FALSE(p.dropCache);
+  EXPECT_FALSE(p.compact);
+}
+
+TEST(Decide, DisabledDoesNothing) {
+  EffectiveMode off = chooseMode(Mode::Disabled, fullCaps());
+  Plan p = decide(idle(true), mem(2048, 1000), off, {}, true, {});
+  EXPECT_FALSE(p.dropCache || p.compact || p.reclaimBytes > 0);
+}
+
+// A scripted kernel: answers each chunk with the next status and duration.
+struct FakeKernel {
+  FakeKernel() = default;
+  explicit FakeKernel(std::vector<cgroup::ReclaimWrite> a) : answers(std::move(a)) {}
+  std::vector<cgroup::ReclaimWrite> answers;
+  std::vector<std::uint64_t> asked;
+  cgroup::ReclaimWrite operator()(std::uint64_t bytes) {
+    asked.push_back(bytes);
+    if (asked.size() <= answers.size()) return answers[asked.size() - 1];
+    return cgroup::ReclaimWrite{ReclaimStatus::Done, 0, 10ms};
+  }
+};
+
+TEST(ReclaimStep, CutsIntoChunks) {
+  FakeKernel k;
+  StepOutcome s = runStep(200 * kMiB, 64 * kMiB, 1s, std::ref(k), [] { return false; });
+  EXPECT_EQ(k.asked, (std::vector<std::uint64_t>{64 * kMiB, 64 * kMiB, 64 * kMiB, 8 * kMiB}));
+  EXPECT_EQ(s.requestedBytes, 200 * kMiB);
+  EXPECT_EQ(s.chunks, 4);
+  EXPECT_EQ(s.status, ReclaimStatus::Done);
+  EXPECT_FALSE(s.stopped);
+  EXPECT_EQ(s.took, 40ms);
+}
+
+TEST(ReclaimStep, EagainEndsTheStep) {
+  FakeKernel k({{ReclaimStatus::Done, 0, 10ms}, {ReclaimStatus::Partial, EAGAIN, 200ms}});
+  StepOutcome s = runStep(256 * kMiB, 64 * kMiB, 1s, std::ref(k), [] { return false; });
+  EXPECT_EQ(s.chunks, 2);
+  EXPECT_EQ(s.status, ReclaimStatus::Partial);
+  EXPECT_EQ(s.err, EAGAIN);
+}
+
+TEST(ReclaimStep, StopsBetweenChunksWhenAsked) {
+  FakeKernel k;
+  int calls = 0;
+  StepOutcome s = runStep(1 * kGiB, 64 * kMiB, 10s, std::ref(k), [&] { return ++calls > 2; });
+  EXPECT_EQ(s.chunks, 2);
+  EXPECT_TRUE(s.stopped);
+}
+
+TEST(ReclaimStep, StopRequestedBeforeTheFirstChunkWritesNothing) {
+  FakeKernel k;
+  StepOutcome s = runStep(1 * kGiB, 64 * kMiB, 10s, std::ref(k), [] { return true; });
+  EXPECT_EQ(s.chunks, 0);
+  EXPECT_TRUE(k.asked.empty());
+}
+
+TEST(ReclaimStep, TimeBudgetBoundsSlowKernels) {
+  FakeKernel k({{ReclaimStatus::Done, 0, 700ms}, {ReclaimStatus::Done, 0, 700ms}});
+  StepOutcome s = runStep(1 * kGiB, 64 * kMiB, 1s, std::ref(k), [] { return false; });
+  EXPECT_EQ(s.chunks, 2);
+  EXPECT_TRUE(s.stopped);
+}
+
+TEST(ReclaimStep, UnsupportedStopsAtOnce) {
+  FakeKernel k({{ReclaimStatus::Unsupported, EINVAL, 1ms}});
+  StepOutcome s = runStep(1 * kGiB, 64 * kMiB, 1s, std::ref(k), [] { return false; });
+  EXPECT_EQ(s.chunks, 1);
+  EXPECT_EQ(s.status, ReclaimStatus::Unsupported);
+}
+
+}  // namespace
+}  // namespace reclaimd::controller

@@ -1,0 +1,201 @@
+// The idle detector's semantics, case by case, with timestamps chosen by the test.
+#include <gtest/gtest.h>
+
+#include "controller/IdleDetector.h"
+
+namespace reclaimd::controller {
+namespace {
+
+using namespace std::chrono_literals;
+using std::chrono::nanoseconds;
+
+// Drives a detector with a simulated machine: per-second samples, a chosen busy share.
+class Machine {
+ public:
+  explicit Machine(IdleConfig config, int cpus = 1) : detector_(config), cpus_(cpus) {}
+
+  // Advances by `step` with `busyCpus` CPUs' worth of work (0.0 .. cpus), of which `ownCpu`
+  // was the sampler's own, and samples.
+  IdleVerdict advance(nanoseconds step, double busyCpus, nanoseconds ownCpu = 0ns) {
+    now_ += step;
+    busy_ += nanoseconds(static_cast<std::int64_t>(static_cast<double>(step.count()) * busyCpus));
+    total_ += step * cpus_;
+    own_ += ownCpu;
+    return detector_.add(CpuSample{now_, busy_, total_, own_});
+  }
+  // Samples every second for `span` at a constant load; returns the last verdict and the
+  // time of the first Idle verdict, if any.
+  IdleVerdict run(nanoseconds span, double busyCpus, std::optional<nanoseconds>* firstIdle = nullptr) {
+    IdleVerdict last;
+    for (nanoseconds t = 0ns; t < span; t += 1s) {
+      last = advance(1s, busyCpus);
+      if (firstIdle && !*firstIdle && last.idle()) *firstIdle = elapsed();
+    }
+    return last;
+  }
+  IdleVerdict baseline() { return detector_.add(CpuSample{now_, busy_, total_, own_}); }
+  nanoseconds elapsed() const { return now_ - TimePoint{}; }
+  IdleDetector& detector() { return detector_; }
+  void rewindCounters() { busy_ = total_ = 0ns; }
+
+ private:
+  IdleDetector detector_;
+  int cpus_;
+  TimePoint now_{};
+  nanoseconds busy_{0}, total_{0}, own_{0};
+};
+
+const IdleConfig kSeed{0.5, 120s, 10s};
+
+TEST(IdleDetector, FirstSampleIsOnlyABaseline) {
+  Machine m(kSeed);
+  auto v = m.baseline();
+  EXPECT_EQ(v.state, IdleState::Warmup);
+  EXPECT_FALSE(v.idle());
+}
+
+TEST(IdleDetector, QuietMachineIsIdleExactlyWhenTheWindowFills) {
+  Machine m(kSeed);
+  m.baseline();
+  std::optional<nanoseconds> firstIdle;
+  auto v = m.run(119s, 0.0, &firstIdle);
+  EXPECT_FALSE(firstIdle.has_value()) << "idle before the grace period ended";
+  EXPECT_EQ(v.state, IdleState::Warmup);
+  v = m.advance(1s, 0.0);
+  EXPECT_TRUE(v.idle());
+  EXPECT_TRUE(v.periodStarted);
+  v = m.advance(1s, 0.0);
+  EXPECT_TRUE(v.idle());
+  EXPECT_FALSE(v.periodStarted) << "a period starts once";
+}
+
+TEST(IdleDetector, GraceRunsFromTheEndOfWork) {
+  Machine m(kSeed);
+  m.baseline();
+  m.run(300s, 1.0);  // a fully busy 1-CPU machine
+  const nanoseconds workEnd = m.elapsed();
+  std::optional<nanoseconds> firstIdle;
+  m.run(200s, 0.0, &firstIdle);
+  ASSERT_TRUE(firstIdle.has_value());
+  EXPECT_EQ(*firstIdle - workEnd, 120s) << "one-second samples start reclaim on the second the grace ends";
+}
+
+TEST(IdleDetector, ShortBurstBlocksTheTickButKeepsThePeriod) {
+  Machine m(kSeed);
+  m.baseline();
+  m.run(130s, 0.0);
+  ASSERT_TRUE(m.detector().inIdlePeriod());
+  // 200 ms of work: 2 % of the 10 s interval, 0.17 % of the 2-minute window.
+  auto v = m.advance(1s, 0.2);
+  EXPECT_EQ(v.state, IdleState::Blocked);
+  EXPECT_FALSE(v.periodEnded);
+  EXPECT_GT(v.intervalPercent, 0.5);
+  EXPECT_LE(v.windowPercent, 0.5);
+  std::optional<nanoseconds> back;
+  const nanoseconds burst = m.elapsed();
+  auto after = m.run(15s, 0.0, &back);
+  ASSERT_TRUE(back.has_value());
+  EXPECT_EQ(*back - burst, 10s) << "idle again once the burst leaves the 10 s interval";
+  EXPECT_FALSE(after.periodStarted) << "the same idle period goes on";
+  EXPECT_TRUE(m.detector().inIdlePeriod());
+}
+
+TEST(IdleDetector, WindowGoingBusyEndsThePeriod) {
+  Machine m(kSeed);
+  m.baseline();
+  m.run(130s, 0.0);
+  ASSERT_TRUE(m.detector().inIdlePeriod());
+  bool ended = false;
+  for (int i = 0; i < 5 && !ended; ++i) ended = m.advance(1s, 1.0).periodEnded;
+  EXPECT_TRUE(ended);
+  EXPECT_FALSE(m.detector().inIdlePeriod());
+  // The next idle period needs a full quiet window again.
+  std::optional<nanoseconds> firstIdle;
+  const nanoseconds workEnd = m.elapsed();
+  auto v = m.run(130s, 0.0, &firstIdle);
+  ASSERT_TRUE(firstIdle.has_value());
+  EXPECT_GE(*firstIdle - workEnd, 119s);
+  EXPECT_FALSE(v.periodStarted);
+}
+
+TEST(IdleDetector, CountersGoingBackwardsReset) {
+  Machine m(kSeed);
+  m.baseline();
+  m.run(130s, 0.0);
+  ASSERT_TRUE(m.detector().inIdlePeriod());
+  m.rewindCounters();
+  auto v = m.advance(1s, 0.0);
+  EXPECT_TRUE(v.reset);
+  EXPECT_TRUE(v.periodEnded);
+  EXPECT_EQ(v.state, IdleState::Warmup);
+  std::optional<nanoseconds> firstIdle;
+  const nanoseconds resetAt = m.elapsed();
+  m.run(125s, 0.0, &firstIdle);
+  ASSERT_TRUE(firstIdle.has_value());
+  EXPECT_EQ(*firstIdle - resetAt, 120s) << "the grace period runs in full after a reset";
+}
+
+TEST(IdleDetector, OwnCpuIsExcluded) {
+  Machine m(kSeed);
+  m.baseline();
+  m.run(130s, 0.0);
+  // 300 ms of reclaim and compaction, all of it ours: 3 % of the interval if counted.
+  auto v = m.advance(1s, 0.3, 300ms);
+  EXPECT_TRUE(v.idle());
+  EXPECT_LT(v.intervalPercent, 0.001);
+  // The same load from someone else blocks the tick.
+  v = m.advance(1s, 0.3, 0ns);
+  EXPECT_EQ(v.state, IdleState::Blocked);
+}
+
+TEST(IdleDetector, ThresholdIsInclusive) {
+  Machine m(IdleConfig{0.5, 20s, 10s});
+  m.baseline();
+  auto v = m.run(30s, 0.005);
+  EXPECT_NEAR(v.windowPercent, 0.5, 1e-6);
+  EXPECT_TRUE(v.idle());
+  Machine over(IdleConfig{0.5, 20s, 10s});
+  over.baseline();
+  EXPECT_EQ(over.run(30s, 0.0051).state, IdleState::Busy);
+}
+
+TEST(IdleDetector, BusyShareIsOfAllCpus) {
+  // One CPU of four at 1 %: 0.25 % of the machine, idle.
+  Machine m(IdleConfig{0.5, 20s, 10s}, 4);
+  m.baseline();
+  auto v = m.run(30s, 0.01);
+  EXPECT_NEAR(v.windowPercent, 0.25, 1e-6);
+  EXPECT_TRUE(v.idle());
+}
+
+TEST(IdleDetector, IrregularSamplesAreJudgedByTime) {
+  // A late timer (one 7 s gap) neither shortens nor stretches the grace period.
+  Machine m(IdleConfig{0.5, 30s, 10s});
+  m.baseline();
+  m.run(10s, 0.0);
+  m.advance(7s, 0.0);
+  auto v = m.run(12s, 0.0);
+  EXPECT_EQ(v.state, IdleState::Warmup) << "29 s of history is not a 30 s window";
+  v = m.advance(1s, 0.0);
+  EXPECT_TRUE(v.idle());
+}
+
+TEST(IdleDetector, FrozenCountersAreNotIdle) {
+  // Counters that do not move (a stuck or fake /proc/stat): nothing proves the span was quiet.
+  Machine m(IdleConfig{0.5, 5s, 5s}, 0);
+  m.baseline();
+  auto v = m.run(10s, 0.0);
+  EXPECT_EQ(v.state, IdleState::Busy);
+  EXPECT_DOUBLE_EQ(v.windowPercent, 100.0);
+}
+
+TEST(IdleDetector, ReconfigureKeepsHistory) {
+  Machine m(IdleConfig{0.5, 120s, 10s});
+  m.baseline();
+  m.run(60s, 0.0);
+  m.detector().reconfigure(IdleConfig{0.5, 30s, 10s});
+  EXPECT_TRUE(m.advance(1s, 0.0).idle()) << "60 s of quiet history already covers a 30 s grace";
+}
+
+}  // namespace
+}  // namespace reclaimd::controller

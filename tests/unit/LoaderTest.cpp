@@ -1,0 +1,121 @@
+// The YAML policy: every key read, every error placed at its file, line and column.
+#include <gtest/gtest.h>
+
+#include "policies/Loader.h"
+#include "tests/unit/Fixture.h"
+
+namespace reclaimd::policies {
+namespace {
+
+using namespace std::chrono_literals;
+
+TEST(Loader, EmptyFileIsTheBuiltInPolicy) {
+  auto p = parsePolicy("", "empty.yaml");
+  ASSERT_TRUE(p.ok()) << p.error().message();
+  EXPECT_EQ(p->mode, Mode::Gradual);
+  EXPECT_EQ(p->idle.grace, 120s);
+  EXPECT_EQ(p->reclaim.floor, 128 * kMiB);
+  auto comments = parsePolicy("# nothing but a comment\n", "c.yaml");
+  ASSERT_TRUE(comments.ok());
+}
+
+TEST(Loader, ReadsEveryKey) {
+  auto p = parsePolicy(R"(mode: dropcache
+idle:
+  threshold_percent: 1.5%
+  grace: 30s
+  interval: 5s
+  sample_period: 500ms
+reclaim:
+  floor: 64M
+  step_min: 128MiB
+  step_max: 2G
+  step_divisor: 16
+  chunk: 32M
+  compact: false
+)",
+                       "all.yaml");
+  ASSERT_TRUE(p.ok()) << p.error().message();
+  EXPECT_EQ(p->mode, Mode::DropCache);
+  EXPECT_DOUBLE_EQ(p->idle.thresholdPercent, 1.5);
+  EXPECT_EQ(p->idle.grace, 30s);
+  EXPECT_EQ(p->idle.interval, 5s);
+  EXPECT_EQ(p->idle.samplePeriod, 500ms);
+  EXPECT_EQ(p->reclaim.floor, 64 * kMiB);
+  EXPECT_EQ(p->reclaim.stepMin, 128 * kMiB);
+  EXPECT_EQ(p->reclaim.stepMax, 2 * kGiB);
+  EXPECT_EQ(p->reclaim.stepDivisor, 16u);
+  EXPECT_EQ(p->reclaim.chunk, 32 * kMiB);
+  EXPECT_FALSE(p->reclaim.compact);
+}
+
+struct ErrorCase {
+  const char* name;
+  const char* yaml;
+  const char* expected;  // a substring of the message, position included
+};
+
+class LoaderErrorTest : public ::testing::TestWithParam<ErrorCase> {};
+
+TEST_P(LoaderErrorTest, NamesFileLineAndColumn) {
+  auto p = parsePolicy(GetParam().yaml, "policy.yaml");
+  ASSERT_FALSE(p.ok());
+  EXPECT_EQ(p.error().code, Errc::Invalid);
+  EXPECT_NE(p.error().message().find(GetParam().expected), std::string::npos) << p.error().message();
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Table, LoaderErrorTest,
+    ::testing::Values(
+        ErrorCase{"unknown_top_key", "mode: gradual\nfloor: 1G\n", "policy.yaml:2:1: floor: unknown key"},
+        ErrorCase{"unknown_nested_key", "idle:\n  grace: 1m\n  gracee: 2m\n", "policy.yaml:3:3: idle.gracee: unknown key"},
+        ErrorCase{"bad_mode", "mode: aggressive\n", "policy.yaml:1:7: mode: expected disabled, dropcache or gradual"},
+        ErrorCase{"wrong_type_map", "idle: 5\n", "policy.yaml:1:7: idle: expected a mapping"},
+        ErrorCase{"wrong_type_list", "reclaim:\n  floor: [1, 2]\n", "policy.yaml:2:10: reclaim.floor: expected a single value"},
+        ErrorCase{"bad_size", "reclaim:\n  floor: lots\n", "policy.yaml:2:10: reclaim.floor: expected a size"},
+        ErrorCase{"bad_duration", "idle:\n  grace: soon\n", "policy.yaml:2:10: idle.grace: expected a duration"},
+        ErrorCase{"grace_too_short", "idle:\n  grace: 100ms\n", "idle.grace: must be between 1s and 86400s"},
+        ErrorCase{"threshold_zero", "idle:\n  threshold_percent: 0\n", "idle.threshold_percent: must be above 0"},
+        ErrorCase{"threshold_over", "idle:\n  threshold_percent: 101\n", "at most 100"},
+        ErrorCase{"divisor_zero", "reclaim:\n  step_divisor: 0\n", "reclaim.step_divisor: expected a whole number from 1"},
+        ErrorCase{"bool", "reclaim:\n  compact: yes\n", "reclaim.compact: expected true or false"},
+        ErrorCase{"chunk_tiny", "reclaim:\n  chunk: 4K\n", "reclaim.chunk: must be between 1MiB"},
+        ErrorCase{"step_order", "reclaim:\n  step_min: 1G\n  step_max: 256M\n",
+                  "policy.yaml:3:13: reclaim.step_max: must not be smaller than reclaim.step_min"},
+        ErrorCase{"interval_over_grace", "idle:\n  grace: 5s\n  interval: 10s\n",
+                  "policy.yaml:3:13: idle.interval: must not be longer than idle.grace"},
+        ErrorCase{"duplicate", "mode: gradual\nmode: disabled\n", "policy.yaml:2:1: mode: key appears twice"},
+        ErrorCase{"not_yaml", "idle: [unclosed\n", "policy.yaml:2:1: not valid YAML"},
+        ErrorCase{"top_is_list", "- a\n- b\n", "policy.yaml:1:1: policy: expected a mapping"},
+        ErrorCase{"tab_indent", "idle:\n\tgrace: 1m\n", "not valid YAML"}),
+    [](const auto& tc) { return std::string(tc.param.name); });
+
+TEST(Loader, ReportsEveryErrorAtOnce) {
+  auto p = parsePolicy("mode: x\nidle:\n  grace: y\nextra: 1\n", "many.yaml");
+  ASSERT_FALSE(p.ok());
+  const std::string m = p.error().message();
+  EXPECT_NE(m.find("many.yaml:1:7: mode"), std::string::npos) << m;
+  EXPECT_NE(m.find("many.yaml:3:10: idle.grace"), std::string::npos) << m;
+  EXPECT_NE(m.find("many.yaml:4:1: extra"), std::string::npos) << m;
+}
+
+TEST(Loader, FileErrorsNameThePath) {
+  testing::Fixture fx;
+  auto missing = loadPolicyFile(fx.path("nope.yaml"));
+  ASSERT_FALSE(missing.ok());
+  EXPECT_EQ(missing.error().errnoValue(), ENOENT);
+  EXPECT_NE(missing.error().message().find("nope.yaml"), std::string::npos);
+  fx.write("bad.yaml", "mode: sometimes\n");
+  auto bad = loadPolicyFile(fx.path("bad.yaml"));
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message().find(fx.path("bad.yaml") + ":1:7"), std::string::npos) << bad.error().message();
+}
+
+TEST(Loader, ShippedPolicyFileIsValid) {
+  auto p = loadPolicyFile(RECLAIMD_SOURCE_DIR "/deploy/policy.yaml");
+  ASSERT_TRUE(p.ok()) << p.error().message();
+  EXPECT_EQ(p->mode, Mode::Gradual);
+}
+
+}  // namespace
+}  // namespace reclaimd::policies
