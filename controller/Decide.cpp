@@ -32,7 +32,7 @@ Plan decide(const IdleVerdict& verdict, const proc::Meminfo& mem, const Effectiv
       const std::uint64_t request = policies::requestBytes(reclaimable, settings.floor, step);
       if (period.stalledAt && reclaimable < *period.stalledAt + settings.chunk) {
         plan.why = "the last step freed nothing; waiting for the cache to regrow";
-      } else if (request < kMinRequestBytes) {
+      } else if (request < policies::kMinRequestBytes) {
         plan.why = "at the floor";
       } else {
         plan.reclaimBytes = request;

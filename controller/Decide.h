@@ -13,10 +13,6 @@
 
 namespace reclaimd::controller {
 
-// Requests smaller than this are not worth a write: the kernel reclaims in 32-page batches
-// and the cache of an idle machine drifts by this much on its own.
-inline constexpr std::uint64_t kMinRequestBytes = 1 * kMiB;
-
 // What this idle period has seen; cleared when a period ends.
 struct PeriodState {
   bool compacted = false;  // compaction done since the period began

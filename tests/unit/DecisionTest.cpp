@@ -197,65 +197,125 @@ TEST(Decide, DisabledDoesNothing) {
   EXPECT_FALSE(p.dropCache || p.compact || p.reclaimBytes > 0);
 }
 
-// A scripted kernel: answers each chunk with the next status and duration.
+// A scripted kernel: a cache of `cache` bytes that each Done chunk shrinks by `ratio` times
+// the request (1.0 on 6.12, about 1.2 on 6.1); answers each chunk with the next scripted
+// status and duration, then Done in 10 ms.
 struct FakeKernel {
   FakeKernel() = default;
   explicit FakeKernel(std::vector<cgroup::ReclaimWrite> a) : answers(std::move(a)) {}
   std::vector<cgroup::ReclaimWrite> answers;
   std::vector<std::uint64_t> asked;
-  cgroup::ReclaimWrite operator()(std::uint64_t bytes) {
+  std::uint64_t cache = 1000 * kMiB;
+  double ratio = 1.0;
+
+  cgroup::ReclaimWrite write(std::uint64_t bytes) {
     asked.push_back(bytes);
-    if (asked.size() <= answers.size()) return answers[asked.size() - 1];
-    return cgroup::ReclaimWrite{ReclaimStatus::Done, 0, 10ms};
+    cgroup::ReclaimWrite w{ReclaimStatus::Done, 0, 10ms};
+    if (asked.size() <= answers.size()) w = answers[asked.size() - 1];
+    if (w.status == ReclaimStatus::Done) {
+      cache -= std::min(cache, static_cast<std::uint64_t>(static_cast<double>(bytes) * ratio));
+    }
+    return w;
+  }
+  StepOutcome run(StepLimits limits, std::function<bool()> stop = [] { return false; }) {
+    return runStep(
+        limits, [this] { return std::optional(cache); }, [this](std::uint64_t b) { return write(b); }, stop);
   }
 };
 
+StepLimits limits(std::uint64_t step, std::uint64_t floor = 0, std::chrono::nanoseconds budget = 1s) {
+  return StepLimits{step, floor, 64 * kMiB, budget};
+}
+
 TEST(ReclaimStep, CutsIntoChunks) {
   FakeKernel k;
-  StepOutcome s = runStep(200 * kMiB, 64 * kMiB, 1s, std::ref(k), [] { return false; });
+  StepOutcome s = k.run(limits(200 * kMiB));
   EXPECT_EQ(k.asked, (std::vector<std::uint64_t>{64 * kMiB, 64 * kMiB, 64 * kMiB, 8 * kMiB}));
   EXPECT_EQ(s.requestedBytes, 200 * kMiB);
   EXPECT_EQ(s.chunks, 4);
   EXPECT_EQ(s.status, ReclaimStatus::Done);
-  EXPECT_FALSE(s.stopped);
+  EXPECT_EQ(s.end, StepEnd::Asked);
   EXPECT_EQ(s.took, 40ms);
+  EXPECT_EQ(s.freed(), static_cast<std::int64_t>(200 * kMiB));
+}
+
+TEST(ReclaimStep, LastChunkShrinksToLandOnTheFloor) {
+  FakeKernel k;
+  k.cache = 330 * kMiB;
+  StepOutcome s = k.run(limits(256 * kMiB, 128 * kMiB));
+  EXPECT_EQ(k.asked, (std::vector<std::uint64_t>{64 * kMiB, 64 * kMiB, 64 * kMiB, 10 * kMiB}));
+  EXPECT_EQ(s.after, 128 * kMiB);
+  EXPECT_EQ(s.end, StepEnd::Floor);
+}
+
+TEST(ReclaimStep, OvershootingKernelIsAimedShort) {
+  // 6.1 frees about 20 % more than asked; without correction 330 MiB would end near 86 MiB.
+  FakeKernel k;
+  k.cache = 330 * kMiB;
+  k.ratio = 1.2;
+  StepOutcome s = k.run(limits(256 * kMiB, 128 * kMiB));
+  EXPECT_GE(s.after, 120 * kMiB);
+  EXPECT_LE(s.after, 130 * kMiB);
+  EXPECT_EQ(s.end, StepEnd::Floor);
+}
+
+TEST(ReclaimStep, AtTheFloorAsksNothing) {
+  FakeKernel k;
+  k.cache = 128 * kMiB + 512 * kKiB;
+  StepOutcome s = k.run(limits(256 * kMiB, 128 * kMiB));
+  EXPECT_EQ(s.chunks, 0);
+  EXPECT_EQ(s.end, StepEnd::Floor);
 }
 
 TEST(ReclaimStep, EagainEndsTheStep) {
   FakeKernel k({{ReclaimStatus::Done, 0, 10ms}, {ReclaimStatus::Partial, EAGAIN, 200ms}});
-  StepOutcome s = runStep(256 * kMiB, 64 * kMiB, 1s, std::ref(k), [] { return false; });
+  StepOutcome s = k.run(limits(256 * kMiB));
   EXPECT_EQ(s.chunks, 2);
   EXPECT_EQ(s.status, ReclaimStatus::Partial);
   EXPECT_EQ(s.err, EAGAIN);
+  EXPECT_EQ(s.end, StepEnd::Kernel);
 }
 
 TEST(ReclaimStep, StopsBetweenChunksWhenAsked) {
   FakeKernel k;
   int calls = 0;
-  StepOutcome s = runStep(1 * kGiB, 64 * kMiB, 10s, std::ref(k), [&] { return ++calls > 2; });
+  StepOutcome s = k.run(limits(1 * kGiB, 0, 10s), [&] { return ++calls > 2; });
   EXPECT_EQ(s.chunks, 2);
-  EXPECT_TRUE(s.stopped);
+  EXPECT_EQ(s.end, StepEnd::Stopped);
 }
 
 TEST(ReclaimStep, StopRequestedBeforeTheFirstChunkWritesNothing) {
   FakeKernel k;
-  StepOutcome s = runStep(1 * kGiB, 64 * kMiB, 10s, std::ref(k), [] { return true; });
+  StepOutcome s = k.run(limits(1 * kGiB, 0, 10s), [] { return true; });
   EXPECT_EQ(s.chunks, 0);
   EXPECT_TRUE(k.asked.empty());
 }
 
 TEST(ReclaimStep, TimeBudgetBoundsSlowKernels) {
   FakeKernel k({{ReclaimStatus::Done, 0, 700ms}, {ReclaimStatus::Done, 0, 700ms}});
-  StepOutcome s = runStep(1 * kGiB, 64 * kMiB, 1s, std::ref(k), [] { return false; });
+  StepOutcome s = k.run(limits(1 * kGiB));
   EXPECT_EQ(s.chunks, 2);
-  EXPECT_TRUE(s.stopped);
+  EXPECT_EQ(s.end, StepEnd::Budget);
 }
 
 TEST(ReclaimStep, UnsupportedStopsAtOnce) {
   FakeKernel k({{ReclaimStatus::Unsupported, EINVAL, 1ms}});
-  StepOutcome s = runStep(1 * kGiB, 64 * kMiB, 1s, std::ref(k), [] { return false; });
+  StepOutcome s = k.run(limits(1 * kGiB));
   EXPECT_EQ(s.chunks, 1);
   EXPECT_EQ(s.status, ReclaimStatus::Unsupported);
+  EXPECT_EQ(s.freed(), 0);
+}
+
+TEST(ReclaimStep, UnreadableTargetEndsTheStep) {
+  int reads = 0;
+  StepOutcome s = runStep(
+      limits(1 * kGiB), [&]() -> std::optional<std::uint64_t> {
+        if (++reads > 1) return std::nullopt;
+        return 500 * kMiB;
+      },
+      [](std::uint64_t) { return cgroup::ReclaimWrite{ReclaimStatus::Done, 0, 1ms}; }, [] { return false; });
+  EXPECT_EQ(s.chunks, 1);
+  EXPECT_EQ(s.end, StepEnd::Unmeasured);
 }
 
 }  // namespace
