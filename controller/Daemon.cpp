@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <csignal>
+#include <utility>
 #include <cstring>
 
 #include "base/Log.h"
@@ -30,6 +31,12 @@ namespace {
 constexpr nanoseconds kStepBudget = 1s;
 // A malformed /proc/stat is logged once a minute at most, with a count, not every second.
 constexpr nanoseconds kSampleErrorLogEvery = 60s;
+// While the last span was busy, samples come this many times faster than the policy's
+// sample_period (200 ms by default): the moment work ends is then known to a fifth of a
+// second, so the grace period is measured from it, not from the next regular sample. On a
+// busy machine the extra reads cost nothing that matters.
+constexpr int kBusySampleSpeedup = 5;
+constexpr nanoseconds kMinSamplePeriod = 100ms;
 
 IdleConfig idleConfig(const policies::IdleSettings& s) {
   return IdleConfig{s.thresholdPercent, s.grace, s.interval};
@@ -95,17 +102,37 @@ Result<void> Daemon::setUp() {
   auto meminfo = KeptFile::open(AT_FDCWD, options_.paths.proc(kProcMeminfo));
   if (!meminfo) return meminfo.error();
   meminfo_ = std::move(*meminfo);
-  return armTimer();
+  return {};
 }
 
-Result<void> Daemon::armTimer() {
-  const auto period = duration_cast<nanoseconds>(policy_.idle.samplePeriod);
+Result<void> Daemon::armTimer(TimePoint at) {
+  // steady_clock is CLOCK_MONOTONIC, the timer's clock: an absolute deadline never drifts.
+  const auto ns = duration_cast<nanoseconds>(at.time_since_epoch()).count();
   itimerspec spec{};
-  spec.it_interval.tv_sec = period.count() / 1'000'000'000;
-  spec.it_interval.tv_nsec = period.count() % 1'000'000'000;
-  spec.it_value = spec.it_interval;
-  if (::timerfd_settime(timer_.get(), 0, &spec, nullptr) != 0) return errnoError(errno, "timerfd_settime");
+  spec.it_value.tv_sec = ns / 1'000'000'000;
+  spec.it_value.tv_nsec = ns % 1'000'000'000;
+  if (spec.it_value.tv_sec == 0 && spec.it_value.tv_nsec == 0) spec.it_value.tv_nsec = 1;  // 0 disarms
+  if (::timerfd_settime(timer_.get(), TFD_TIMER_ABSTIME, &spec, nullptr) != 0) {
+    return errnoError(errno, "timerfd_settime");
+  }
   return {};
+}
+
+void Daemon::scheduleNext(TimePoint now, const IdleVerdict& verdict) {
+  const nanoseconds regular = policy_.idle.samplePeriod;
+  const bool busy = verdict.spanPercent > policy_.idle.thresholdPercent;
+  TimePoint next = now + (busy ? std::max(kMinSamplePeriod, regular / kBusySampleSpeedup) : regular);
+  if (!verdict.idle()) {
+    // A millisecond's margin so the sample lands after the predicted instant, not on it.
+    if (auto predicted = detector_.predictIdle(); predicted && *predicted + 1ms < next) {
+      next = std::max(*predicted + 1ms, now + 1ms);
+    }
+  }
+  if (auto armed = armTimer(next); !armed) {
+    spdlog::error("event=timer_failed error={}", quoted(armed.error().message()));
+    stop_ = true;
+    exitCode_ = kExitFailure;
+  }
 }
 
 void Daemon::applyProbe(const char* why) {
@@ -190,7 +217,6 @@ void Daemon::onSignal() {
 
 void Daemon::onTimer() {
   std::uint64_t expirations = 0;
-  // Drain the timer; missed periods (a long step) collapse into one tick.
   while (::read(timer_.get(), &expirations, sizeof expirations) == static_cast<ssize_t>(sizeof expirations)) {
   }
   tick(clock_.now());
@@ -246,8 +272,13 @@ std::optional<proc::Meminfo> Daemon::readMeminfo() {
 
 void Daemon::tick(TimePoint now) {
   auto sample = readSample(now);
-  if (!sample) return;  // a malformed sample is skipped; the window keeps its history
+  if (!sample) {
+    // A malformed sample is skipped; the window keeps its history.
+    scheduleNext(now, IdleVerdict{});
+    return;
+  }
   const IdleVerdict verdict = detector_.add(*sample);
+  scheduleNext(now, verdict);
   if (verdict.reset) spdlog::info("event=idle_reset reason=\"cpu counters went backwards\"");
   if (verdict.periodEnded) {
     spdlog::info("event=idle_left window_busy_pct={:.3f} interval_busy_pct={:.3f}", verdict.windowPercent,
@@ -288,31 +319,34 @@ void Daemon::reclaimStep(std::uint64_t bytes, const proc::Meminfo& before) {
   }
   const auto format = mode_.format;
   auto& file = *rootReclaim_;
+  bool first = true;
+  const StepLimits limits{bytes, policy_.reclaim.floor, policy_.reclaim.chunk, kStepBudget};
   const StepOutcome step = runStep(
-      bytes, policy_.reclaim.chunk, kStepBudget,
-      [&](std::uint64_t chunk) {
-        const cgroup::ReclaimWrite w = file.write(chunk, format);
-        spdlog::debug("event=reclaim_chunk cgroup=/ asked_mib={} took_ms={:.1f} status={} errno={}", formatMiB(chunk),
-                      toMs(w.took), toString(w.status), w.err);
-        return w;
+      limits,
+      [&]() -> std::optional<std::uint64_t> {
+        if (std::exchange(first, false)) return before.reclaimable();  // read this tick already
+        auto mem = readMeminfo();
+        return mem ? std::optional(mem->reclaimable()) : std::nullopt;
       },
-      [&] { return stopRequested(); });
-  const auto after = readMeminfo();
-  const std::uint64_t afterBytes = after ? after->reclaimable() : before.reclaimable();
-  const auto freed = static_cast<std::int64_t>(before.reclaimable()) - static_cast<std::int64_t>(afterBytes);
+      [&](std::uint64_t chunk) { return file.write(chunk, format); },
+      [&] { return stopRequested(); },
+      [&](std::uint64_t asked, const cgroup::ReclaimWrite& w, std::int64_t freed) {
+        spdlog::debug("event=reclaim_chunk cgroup=/ asked_mib={} freed_mib={} took_ms={:.1f} status={} errno={}",
+                      formatMiB(asked), formatMiBSigned(freed), toMs(w.took), toString(w.status), w.err);
+      });
   auto level = step.status == cgroup::ReclaimStatus::Failed ? spdlog::level::err : spdlog::level::info;
   spdlog::log(level,
               "event=reclaim_step cgroup=/ asked_mib={} requested_mib={} freed_mib={} chunks={} took_ms={:.1f} "
-              "status={} errno={} stopped={} reclaimable_before_mib={} reclaimable_after_mib={} floor_mib={}",
-              formatMiB(bytes), formatMiB(step.requestedBytes), formatMiBSigned(freed), step.chunks, toMs(step.took),
-              toString(step.status), step.err, step.stopped, formatMiB(before.reclaimable()), formatMiB(afterBytes),
-              formatMiB(policy_.reclaim.floor));
+              "end={} status={} errno={} reclaimable_before_mib={} reclaimable_after_mib={} floor_mib={}",
+              formatMiB(bytes), formatMiB(step.requestedBytes), formatMiBSigned(step.freed()), step.chunks,
+              toMs(step.took), toString(step.end), toString(step.status), step.err, formatMiB(step.before),
+              formatMiB(step.after), formatMiB(policy_.reclaim.floor));
   switch (step.status) {
     case cgroup::ReclaimStatus::Done:
     case cgroup::ReclaimStatus::Interrupted: break;
     case cgroup::ReclaimStatus::Partial:
       // EAGAIN with (almost) nothing freed: the kernel has nothing more to give now.
-      if (freed < static_cast<std::int64_t>(kMinRequestBytes)) period_.stalledAt = afterBytes;
+      if (step.freed() < static_cast<std::int64_t>(policies::kMinRequestBytes)) period_.stalledAt = step.after;
       break;
     case cgroup::ReclaimStatus::Unsupported: {
       const EffectiveMode was = mode_;
@@ -329,7 +363,7 @@ void Daemon::reclaimStep(std::uint64_t bytes, const proc::Meminfo& before) {
       break;
     }
     case cgroup::ReclaimStatus::Gone:
-    case cgroup::ReclaimStatus::Failed: period_.stalledAt = afterBytes; break;
+    case cgroup::ReclaimStatus::Failed: period_.stalledAt = step.after; break;
   }
 }
 
@@ -381,13 +415,10 @@ void Daemon::reload() {
     spdlog::error("event=reload result=rejected keeping=previous error={}", quoted(loaded.error().message()));
     return;
   }
-  const bool periodChanged = loaded->idle.samplePeriod != policy_.idle.samplePeriod;
   policy_ = *loaded;
   detector_.reconfigure(idleConfig(policy_.idle));
-  if (periodChanged) {
-    if (auto armed = armTimer(); !armed) spdlog::error("event=reload error={}", quoted(armed.error().message()));
-  }
   applyProbe("reload");
+  tick(clock_.now());  // judge at once under the new settings, and reschedule
   spdlog::info("event=reload result=applied mode={} grace={} floor_mib={}", toString(mode_.mode),
                formatDuration(policy_.idle.grace), formatMiB(policy_.reclaim.floor));
 }

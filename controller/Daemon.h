@@ -40,7 +40,11 @@ class Daemon {
 
  private:
   Result<void> setUp();
-  Result<void> armTimer();
+  // Schedules the next sample: soon while the machine is busy (to pin down when work ends),
+  // at the regular period while it is quiet, and exactly at the predicted end of the grace
+  // period when that comes first.
+  Result<void> armTimer(TimePoint at);
+  void scheduleNext(TimePoint now, const IdleVerdict& verdict);
   void applyProbe(const char* why);
   void onSignal();
   void onTimer();

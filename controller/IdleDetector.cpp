@@ -56,6 +56,7 @@ IdleVerdict IdleDetector::add(const CpuSample& sample) {
   }
   history_.push_back(sample);
   prune(sample.at);
+  if (history_.size() >= 2) verdict.spanPercent = busyPercent(history_[history_.size() - 2], sample);
 
   const CpuSample* windowStart = sampleAtOrBefore(sample.at - config_.grace);
   const CpuSample* intervalStart = sampleAtOrBefore(sample.at - config_.interval);
@@ -81,6 +82,39 @@ IdleVerdict IdleDetector::add(const CpuSample& sample) {
     inPeriod_ = true;
   }
   return verdict;
+}
+
+TimePoint IdleDetector::quietAt(std::chrono::nanoseconds length) const {
+  using std::chrono::nanoseconds;
+  const CpuSample& last = history_.back();
+  const TimePoint now = last.at;
+  // CPU time accrues at (number of CPUs) x wall time; measured over the history we have.
+  const CpuSample& first = history_.front();
+  const double wall = static_cast<double>((last.at - first.at).count());
+  const double rate = wall > 0 ? static_cast<double>((last.total - first.total).count()) / wall : 1.0;
+  const double share = config_.thresholdPercent / 100.0;
+  // Anchor k is the span's start for t in [k.at + length, k+1.at + length). With no more
+  // work, the busy time in the span is fixed while its total grows with t, so the earliest
+  // quiet t in a segment solves busy <= share * (total so far + rate * (t - now)).
+  for (std::size_t k = 0; k < history_.size(); ++k) {
+    const CpuSample& a = history_[k];
+    const TimePoint segmentStart = std::max(now, a.at + length);
+    const TimePoint segmentEnd = k + 1 < history_.size() ? history_[k + 1].at + length : TimePoint::max();
+    if (segmentStart >= segmentEnd) continue;
+    const double busy = std::max(0.0, static_cast<double>(((last.busy - a.busy) - (last.own - a.own)).count()));
+    const double totalSoFar = static_cast<double>((last.total - a.total).count());
+    const double needed = rate > 0 ? (busy / share - totalSoFar) / rate : 0.0;
+    const TimePoint t = std::max(segmentStart, now + nanoseconds(static_cast<std::int64_t>(std::max(0.0, needed))));
+    if (t < segmentEnd) return t;
+  }
+  return now + length;  // unreachable: the newest sample as anchor always gives a quiet span
+}
+
+std::optional<TimePoint> IdleDetector::predictIdle() const {
+  if (history_.empty()) return std::nullopt;
+  const TimePoint window = quietAt(config_.grace);
+  const TimePoint interval = quietAt(config_.interval);
+  return std::max(window, interval);
 }
 
 }  // namespace reclaimd::controller

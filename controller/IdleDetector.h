@@ -51,6 +51,7 @@ struct IdleVerdict {
   bool periodStarted = false;  // this sample began an idle period
   bool periodEnded = false;    // this sample ended one (window went busy, or a reset)
   bool reset = false;          // counters went backwards: history dropped
+  double spanPercent = 0;      // busy share since the previous sample
   double intervalPercent = 0;  // busy share of the current interval
   double windowPercent = 0;    // busy share of the window (0 while warming up)
 
@@ -64,6 +65,15 @@ class IdleDetector {
   // Adds a sample (timestamps must not go backwards) and judges the state at its time.
   IdleVerdict add(const CpuSample& sample);
 
+  // The earliest time after the last sample at which the machine would be judged idle if it
+  // stayed perfectly quiet from now on (the last sample's time when it is idle already);
+  // nullopt before the first sample.
+  // The daemon wakes exactly then instead of at its next regular sample, so reclaim starts
+  // the moment the grace period completes. Exact in the window's history: its precision is
+  // that of the samples taken where the work ended (which is why the daemon samples faster
+  // while the machine is busy).
+  std::optional<TimePoint> predictIdle() const;
+
   // New settings; the history is kept, so a longer grace simply needs more of it.
   void reconfigure(IdleConfig config) { config_ = config; }
   const IdleConfig& config() const { return config_; }
@@ -76,6 +86,8 @@ class IdleDetector {
   // Newest sample at or before `t`, or nullptr when history does not reach back that far.
   const CpuSample* sampleAtOrBefore(TimePoint t) const;
   double busyPercent(const CpuSample& from, const CpuSample& to) const;
+  // Earliest t >= the last sample's time at which the span [t - length, t] would be quiet.
+  TimePoint quietAt(std::chrono::nanoseconds length) const;
   void prune(TimePoint now);
 
   IdleConfig config_;

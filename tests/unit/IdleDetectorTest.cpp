@@ -197,5 +197,70 @@ TEST(IdleDetector, ReconfigureKeepsHistory) {
   EXPECT_TRUE(m.advance(1s, 0.0).idle()) << "60 s of quiet history already covers a 30 s grace";
 }
 
+TEST(IdleDetector, PredictsTheMomentTheWindowCompletes) {
+  // Busy samples every 200 ms (as the daemon takes them while busy), quiet ones every second.
+  Machine m(kSeed);
+  m.baseline();
+  for (int i = 0; i < 150; ++i) m.advance(200ms, 1.0);
+  const nanoseconds workEnd = m.elapsed();
+  m.advance(1s, 0.0);
+  auto predicted = m.detector().predictIdle();
+  ASSERT_TRUE(predicted.has_value());
+  // 0.5 % of a 120 s window may still be busy: one busy CPU's last 0.6 s.
+  EXPECT_EQ(*predicted - TimePoint{}, workEnd + 119400ms);
+  // Quiet samples up to just before the prediction are not idle; one just after is.
+  while (m.elapsed() + 1s < *predicted - TimePoint{}) EXPECT_FALSE(m.advance(1s, 0.0).idle());
+  EXPECT_FALSE(m.advance((*predicted - TimePoint{}) - m.elapsed() - 10ms, 0.0).idle());
+  EXPECT_TRUE(m.advance(11ms, 0.0).idle());
+}
+
+TEST(IdleDetector, PredictionWaitsForTheIntervalAfterABurst) {
+  Machine m(kSeed);
+  m.baseline();
+  m.run(130s, 0.0);
+  const nanoseconds burst = m.elapsed() + 1s;
+  auto v = m.advance(1s, 0.2);
+  ASSERT_EQ(v.state, IdleState::Blocked);
+  auto predicted = m.detector().predictIdle();
+  ASSERT_TRUE(predicted.has_value());
+  EXPECT_EQ(*predicted - TimePoint{}, burst + 10s) << "the burst's sample leaves the 10 s interval";
+}
+
+TEST(IdleDetector, PredictionDuringWarmupIsTheEndOfTheFirstWindow) {
+  Machine m(kSeed);
+  m.baseline();
+  m.advance(1s, 0.0);
+  auto predicted = m.detector().predictIdle();
+  ASSERT_TRUE(predicted.has_value());
+  EXPECT_EQ(*predicted - TimePoint{}, 120s);
+}
+
+TEST(IdleDetector, PredictionIsNeverLaterThanTheTruth) {
+  // Mixed loads, then quiet: the first idle sample never comes before the prediction, and a
+  // sample taken at the prediction is idle.
+  for (double load : {0.3, 0.9, 2.5}) {
+    Machine m(IdleConfig{0.5, 30s, 10s}, 4);
+    m.baseline();
+    for (int i = 0; i < 40; ++i) m.advance(200ms, i % 3 == 0 ? load : load / 2);
+    m.advance(1s, 0.0);
+    auto predicted = m.detector().predictIdle();
+    ASSERT_TRUE(predicted.has_value());
+    std::optional<nanoseconds> firstIdle;
+    while (!firstIdle) {
+      auto v = m.advance(100ms, 0.0);
+      if (v.idle()) firstIdle = m.elapsed();
+    }
+    EXPECT_GE(*firstIdle, *predicted - TimePoint{}) << "load " << load;
+    EXPECT_LT(*firstIdle - (*predicted - TimePoint{}), 100ms) << "load " << load;
+  }
+}
+
+TEST(IdleDetector, SpanPercentIsTheLastSampleAlone) {
+  Machine m(kSeed);
+  m.baseline();
+  EXPECT_NEAR(m.advance(1s, 0.25).spanPercent, 25.0, 1e-6);
+  EXPECT_NEAR(m.advance(1s, 0.0).spanPercent, 0.0, 1e-6);
+}
+
 }  // namespace
 }  // namespace reclaimd::controller
