@@ -1,0 +1,62 @@
+# Helpers for scenario scripts (busybox sh), sourced as /test/lib.sh.
+#
+# Idle-sensitive: reclaimd judges the guest idle at <= 0.5 % CPU, and under TCG a fork+exec
+# costs several ms of guest CPU. So the helpers use shell builtins only (read, echo, case,
+# arithmetic): no $(...), no cat, no awk while reclaimd is judging idleness.
+# Lines for the host (tests/vm/scenario.py parses them; the host stamps arrival times):
+#   @@SCENARIO <name>            a scenario begins
+#   @@MARK <name> t_ms=<uptime>  something happened now
+#   @@MEM <label> t_ms=.. reclaimable_kib=.. file_kib=.. free_kib=.. total_kib=..
+#   @@EXIT <name> code=<status> [k=v ...]
+
+# NOW_MS: uptime in ms (10 ms resolution). /proc/uptime is "123.45 ...".
+now_ms() {
+	read -r _up _ </proc/uptime
+	_frac=${_up#*.}
+	_frac=${_frac#0}  # "05" would be octal in arithmetic
+	NOW_MS=$((${_up%.*} * 1000 + _frac * 10))
+}
+
+mark() {
+	now_ms
+	echo "@@MARK $1 t_ms=$NOW_MS"
+}
+
+scenario() { echo "@@SCENARIO $1"; }
+
+# mem LABEL: the machine's memory figures from /proc/meminfo, builtins only.
+mem() {
+	while read -r _k _v _; do
+		case $_k in
+		MemTotal:) _tot=$_v ;;
+		MemFree:) _free=$_v ;;
+		Active\(file\):) _af=$_v ;;
+		Inactive\(file\):) _if=$_v ;;
+		SReclaimable:) _sr=$_v ;;
+		esac
+	done </proc/meminfo
+	now_ms
+	echo "@@MEM $1 t_ms=$NOW_MS reclaimable_kib=$((_af + _if + _sr)) file_kib=$((_af + _if)) free_kib=$_free total_kib=$_tot"
+}
+
+# cgmem LABEL CGROUP: a cgroup's file cache from memory.stat, builtins only.
+cgmem() {
+	_af=0 _if=0
+	while read -r _k _v; do
+		case $_k in
+		active_file) _af=$_v ;;
+		inactive_file) _if=$_v ;;
+		esac
+	done <"/sys/fs/cgroup/$2/memory.stat"
+	now_ms
+	echo "@@MEM $1 t_ms=$NOW_MS cgroup=$2 file_kib=$(((_af + _if) / 1024))"
+}
+
+# fill FILES...: reads files into the page cache (this is the workload: it may fork).
+fill() { cat "$@" >/dev/null; }
+
+# policy LINES...: writes /tmp/policy.yaml, one argument per line.
+policy() {
+	: >/tmp/policy.yaml
+	for _line in "$@"; do echo "$_line" >>/tmp/policy.yaml; done
+}
