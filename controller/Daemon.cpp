@@ -120,9 +120,9 @@ Result<void> Daemon::armTimer(TimePoint at) {
 
 void Daemon::scheduleNext(TimePoint now, const IdleVerdict& verdict) {
   const nanoseconds regular = policy_.idle.samplePeriod;
-  const bool busy = verdict.spanPercent > policy_.idle.thresholdPercent;
+  const bool busy = policy_.idle.predict && verdict.spanPercent > policy_.idle.thresholdPercent;
   TimePoint next = now + (busy ? std::max(kMinSamplePeriod, regular / kBusySampleSpeedup) : regular);
-  if (!verdict.idle()) {
+  if (policy_.idle.predict && !verdict.idle()) {
     // A millisecond's margin so the sample lands after the predicted instant, not on it.
     if (auto predicted = detector_.predictIdle(); predicted && *predicted + 1ms < next) {
       next = std::max(*predicted + 1ms, now + 1ms);

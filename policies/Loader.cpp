@@ -37,7 +37,7 @@ class Reader {
     }
     std::set<std::string> seen;
     for (auto it = node.begin(); it != node.end(); ++it) {
-      const YAML::Node& keyNode = it->first;
+      const YAML::Node keyNode = it->first;  // a copy: the iterator yields a temporary proxy
       if (!keyNode.IsScalar()) {
         fail(keyNode, path.empty() ? "policy" : path, "keys must be plain words");
         continue;
@@ -152,12 +152,13 @@ class Reader {
 };
 
 void readIdle(Reader& r, const YAML::Node& node, IdleSettings& idle) {
-  if (!r.checkMap(node, "idle", {"threshold_percent", "grace", "interval", "sample_period"})) return;
+  if (!r.checkMap(node, "idle", {"threshold_percent", "grace", "interval", "sample_period", "predict"})) return;
   r.percent(node, "idle", "threshold_percent", idle.thresholdPercent, 0.0, 100.0);
   r.duration(node, "idle", "grace", idle.grace, 1s, 24h);
   r.duration(node, "idle", "interval", idle.interval, 1s, 1h);
   // Under 100 ms a sample would often see no tick change at all.
   r.duration(node, "idle", "sample_period", idle.samplePeriod, 100ms, 1min);
+  r.boolean(node, "idle", "predict", idle.predict);
   if (node.IsMap()) {
     if (idle.interval > idle.grace) r.fail(node["interval"] ? node["interval"] : node, "idle.interval", "must not be longer than idle.grace");
     if (idle.samplePeriod > idle.interval) {

@@ -26,6 +26,7 @@ idle:
   grace: 30s
   interval: 5s
   sample_period: 500ms
+  predict: false
 reclaim:
   floor: 64M
   step_min: 128MiB
@@ -41,6 +42,7 @@ reclaim:
   EXPECT_EQ(p->idle.grace, 30s);
   EXPECT_EQ(p->idle.interval, 5s);
   EXPECT_EQ(p->idle.samplePeriod, 500ms);
+  EXPECT_FALSE(p->idle.predict);
   EXPECT_EQ(p->reclaim.floor, 64 * kMiB);
   EXPECT_EQ(p->reclaim.stepMin, 128 * kMiB);
   EXPECT_EQ(p->reclaim.stepMax, 2 * kGiB);

@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Builds reclaimd on a Debian bookworm machine and runs it in the foreground with its built-in
+# default policy (gradual reclaim after 2 minutes idle, 128 MiB floor). Needs root: it installs
+# the build dependencies with apt-get and writes memory.reclaim / drop_caches when idle.
+# Extra arguments go to reclaimd, e.g. `deploy/build-and-run.sh --dry-run --log-level debug`.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+# shellcheck disable=SC2046
+apt-get install -y -qq --no-install-recommends $(grep -v '^#' deploy/build-packages.txt) >/dev/null
+cmake -S . -B build/release -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRECLAIMD_TESTS=OFF -DRECLAIMD_BENCH=OFF >/dev/null
+cmake --build build/release -j"$(nproc)" --target reclaimd
+build/release/controller/reclaimd probe || true
+exec build/release/controller/reclaimd run "$@"

@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# The whole test suite, on a fresh Debian bookworm machine as root. Installs what it needs
+# (build dependencies, QEMU and friends; the VM tests fetch Debian kernels 6.1 and 6.12 into
+# ${RECLAIMD_VM_CACHE:-/var/cache/reclaimd-vm}), then:
+#   1. unit tests under AddressSanitizer + UndefinedBehaviorSanitizer;
+#   2. unit tests of the release build;
+#   3. real-kernel tests: reclaimd inside QEMU on 6.12 and 6.1, one VM at a time;
+#   4. the benchmark smoke runs (tests/bench), which print figures.
+# Any failure fails the run; nothing is skipped.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export DEBIAN_FRONTEND=noninteractive
+start=$(date +%s)
+step() { printf '\n=== %s (%ds)\n' "$*" $(($(date +%s) - start)); }
+
+step "installing packages"
+apt-get update -qq
+# shellcheck disable=SC2046
+apt-get install -y -qq --no-install-recommends $(grep -hv '^#' deploy/build-packages.txt tests/packages.txt tests/vm/packages.txt) >/dev/null
+
+jobs=$(nproc)
+step "building (release, and ASan+UBSan)"
+cmake -S . -B build/release -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRECLAIMD_VM_TESTS=ON >/dev/null
+cmake --build build/release -j"$jobs"
+cmake -S . -B build/asan -DCMAKE_BUILD_TYPE=Debug -DRECLAIMD_SANITIZE=ON -DRECLAIMD_BENCH=OFF >/dev/null
+cmake --build build/asan -j"$jobs"
+
+step "unit tests under ASan+UBSan"
+ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
+	ctest --test-dir build/asan -L unit -j"$jobs" --output-on-failure
+step "unit tests (release)"
+ctest --test-dir build/release -L unit -j"$jobs" --output-on-failure
+step "real-kernel tests in QEMU"
+ctest --test-dir build/release -L vm --output-on-failure
+if ctest --test-dir build/release -N -L bench | grep -q 'Total Tests: [1-9]'; then
+	step "benchmark smoke runs"
+	ctest --test-dir build/release -L bench --output-on-failure -V
+fi
+step "all tests passed"
