@@ -168,7 +168,9 @@ void readIdle(Reader& r, const YAML::Node& node, IdleSettings& idle) {
 }
 
 void readReclaim(Reader& r, const YAML::Node& node, ReclaimSettings& rec) {
-  if (!r.checkMap(node, "reclaim", {"floor", "step_min", "step_max", "step_divisor", "chunk", "compact"})) return;
+  if (!r.checkMap(node, "reclaim", {"floor", "step_min", "step_max", "step_divisor", "chunk", "compact", "cgroup_floor"})) {
+    return;
+  }
   constexpr std::uint64_t kMaxSize = 1024 * kGiB;  // far above any machine here: a typo guard
   r.bytes(node, "reclaim", "floor", rec.floor, 0, kMaxSize);
   // Under 1 MiB a request is lost in the kernel's 32-page reclaim batches.
@@ -177,8 +179,78 @@ void readReclaim(Reader& r, const YAML::Node& node, ReclaimSettings& rec) {
   r.count(node, "reclaim", "step_divisor", rec.stepDivisor, 1, 4096);
   r.bytes(node, "reclaim", "chunk", rec.chunk, kMiB, kMaxSize);
   r.boolean(node, "reclaim", "compact", rec.compact);
+  r.bytes(node, "reclaim", "cgroup_floor", rec.cgroupFloor, 0, kMaxSize);
   if (node.IsMap() && rec.stepMax < rec.stepMin) {
     r.fail(node["step_max"] ? node["step_max"] : node, "reclaim.step_max", "must not be smaller than reclaim.step_min");
+  }
+}
+
+void readRule(Reader& r, const YAML::Node& node, const std::string& path, const Policy& base, std::vector<Rule>& out) {
+  if (!node.IsMap()) {
+    r.fail(node, path, "expected a rule: a mapping with at least \"match\"");
+    return;
+  }
+  if (!r.checkMap(node, path,
+                  {"match", "mode", "floor", "step_min", "step_max", "step_divisor", "idle_source", "grace",
+                   "threshold_percent", "interval"})) {
+    return;
+  }
+  Rule rule;
+  rule.line = node.Mark().line + 1;
+  rule.floor = base.reclaim.cgroupFloor;
+  rule.stepMin = base.reclaim.stepMin;
+  rule.stepMax = base.reclaim.stepMax;
+  rule.stepDivisor = base.reclaim.stepDivisor;
+  rule.idle = base.idle;
+  bool havePattern = false;
+  r.with(node, path, "match", [&](const YAML::Node& v, const std::string& full) {
+    auto pattern = Pattern::parse(v.Scalar());
+    if (!pattern) return r.fail(v, full, pattern.error().message());
+    rule.pattern = std::move(*pattern);
+    havePattern = true;
+  });
+  if (!node["match"]) r.fail(node, path, "a rule needs \"match\": the cgroups it governs");
+  r.mode(node, path, "mode", rule.mode);
+  if (rule.mode == Mode::DropCache) {
+    r.fail(node["mode"], path + ".mode", "dropcache drops every cgroup's cache at once and cannot be a rule's mode");
+  }
+  constexpr std::uint64_t kMaxSize = 1024 * kGiB;
+  r.bytes(node, path, "floor", rule.floor, 0, kMaxSize);
+  r.bytes(node, path, "step_min", rule.stepMin, kMiB, kMaxSize);
+  r.bytes(node, path, "step_max", rule.stepMax, kMiB, kMaxSize);
+  r.count(node, path, "step_divisor", rule.stepDivisor, 1, 4096);
+  r.with(node, path, "idle_source", [&](const YAML::Node& v, const std::string& full) {
+    auto source = parseIdleSource(v.Scalar());
+    if (!source) return r.fail(v, full, "expected system, cgroup or both, got \"" + v.Scalar() + "\"");
+    rule.idleSource = *source;
+  });
+  r.duration(node, path, "grace", rule.idle.grace, 1s, 24h);
+  r.percent(node, path, "threshold_percent", rule.idle.thresholdPercent, 0.0, 100.0);
+  r.duration(node, path, "interval", rule.idle.interval, 1s, 1h);
+  if (rule.stepMax < rule.stepMin) r.fail(node, path + ".step_max", "must not be smaller than step_min");
+  if (rule.idle.interval > rule.idle.grace) r.fail(node, path + ".interval", "must not be longer than grace");
+  if (!havePattern) return;
+  for (const Rule& earlier : out) {
+    if (earlier.pattern.text() == rule.pattern.text()) {
+      r.fail(node["match"], path + ".match",
+             "\"" + rule.pattern.text() + "\" is already matched by the rule at line " + std::to_string(earlier.line) +
+                 ": this rule would never apply");
+    }
+  }
+  out.push_back(std::move(rule));
+}
+
+void readRules(Reader& r, const YAML::Node& node, Policy& policy) {
+  if (!node.IsDefined() || node.IsNull()) return;
+  if (!node.IsSequence()) {
+    r.fail(node, "rules", "expected a list of rules (\"- match: ...\")");
+    return;
+  }
+  if (policy.mode == Mode::DropCache && node.size() > 0) {
+    r.fail(node, "rules", "per-cgroup rules need mode gradual or disabled: dropcache drops every cgroup's cache at once");
+  }
+  for (std::size_t i = 0; i < node.size(); ++i) {
+    readRule(r, node[i], "rules[" + std::to_string(i + 1) + "]", policy, policy.rules);
   }
 }
 
@@ -195,11 +267,13 @@ Result<Policy> parsePolicy(std::string_view text, const std::string& source) {
                         ": not valid YAML: " + e.msg);
   }
   try {
-    if (reader.checkMap(root, "", {"mode", "idle", "reclaim"})) {
+    if (reader.checkMap(root, "", {"mode", "idle", "reclaim", "rules"})) {
       reader.mode(root, "", "mode", policy.mode);
       if (root.IsMap()) {
+        // The machine-wide settings first: rules inherit them.
         readIdle(reader, root["idle"], policy.idle);
         readReclaim(reader, root["reclaim"], policy.reclaim);
+        readRules(reader, root["rules"], policy);
       }
     }
   } catch (const YAML::Exception& e) {

@@ -18,4 +18,49 @@ std::optional<Mode> parseMode(std::string_view text) {
   return std::nullopt;
 }
 
+const char* toString(IdleSource source) {
+  switch (source) {
+    case IdleSource::System: return "system";
+    case IdleSource::Cgroup: return "cgroup";
+    case IdleSource::Both: return "both";
+  }
+  return "?";
+}
+
+std::optional<IdleSource> parseIdleSource(std::string_view text) {
+  if (text == "system") return IdleSource::System;
+  if (text == "cgroup") return IdleSource::Cgroup;
+  if (text == "both") return IdleSource::Both;
+  return std::nullopt;
+}
+
+Mode Policy::reclaimMode() const {
+  if (mode != Mode::Disabled) return mode;
+  for (const Rule& r : rules) {
+    if (r.mode == Mode::Gradual) return Mode::Gradual;
+  }
+  return Mode::Disabled;
+}
+
+Governance Policy::governance(int rule, bool atRoot) const {
+  Governance g;
+  g.rule = rule;
+  g.steps = reclaim;
+  g.idle = idle;
+  if (rule < 0) {
+    g.mode = mode;
+    g.floor = atRoot ? reclaim.floor : reclaim.cgroupFloor;
+    return g;
+  }
+  const Rule& r = rules[static_cast<std::size_t>(rule)];
+  g.mode = r.mode;
+  g.floor = r.floor;
+  g.steps.stepMin = r.stepMin;
+  g.steps.stepMax = r.stepMax;
+  g.steps.stepDivisor = r.stepDivisor;
+  g.idleSource = r.idleSource;
+  g.idle = r.idle;
+  return g;
+}
+
 }  // namespace reclaimd::policies

@@ -6,8 +6,10 @@
 #include <cstdint>
 #include <optional>
 #include <string_view>
+#include <vector>
 
 #include "base/Units.h"
+#include "policies/Pattern.h"
 
 namespace reclaimd::policies {
 
@@ -55,12 +57,57 @@ struct ReclaimSettings {
   // Compact free memory on entering an idle period and after each step: the host only takes
   // back free blocks of at least page_reporting_order (2 MiB on x86).
   bool compact = true;
+  // File cache kept in each governed cgroup below the root whose rule sets no floor: enough for
+  // a typical service's executable and libraries to stay warm.
+  std::uint64_t cgroupFloor = 16 * kMiB;
+};
+
+// Whose CPU time decides that a cgroup is idle.
+enum class IdleSource {
+  System,  // the machine's (/proc/stat), as judged by the machine-wide detector
+  Cgroup,  // the cgroup's own (cpu.stat usage_usec, its whole subtree), as a share of one CPU
+  Both,    // both must be idle
+};
+
+const char* toString(IdleSource source);
+std::optional<IdleSource> parseIdleSource(std::string_view text);
+
+// A per-cgroup rule: settings for the cgroups its pattern matches. Keys it does not set are
+// the machine-wide ones (idle, reclaim steps); its floor defaults to reclaim.cgroupFloor.
+struct Rule {
+  Pattern pattern;
+  int line = 0;  // where the rule starts in the policy file (1-based), for --explain
+  Mode mode = Mode::Gradual;  // Disabled or Gradual: dropcache cannot be aimed at a cgroup
+  std::uint64_t floor = 0;
+  std::uint64_t stepMin = 0, stepMax = 0;
+  std::uint32_t stepDivisor = 0;
+  IdleSource idleSource = IdleSource::System;
+  IdleSettings idle;
+};
+
+// What governs one reclaim target: a rule, or the machine-wide settings.
+struct Governance {
+  int rule = -1;  // index into Policy::rules; -1: the machine-wide settings
+  Mode mode = Mode::Gradual;
+  std::uint64_t floor = 0;
+  ReclaimSettings steps;  // step bounds; other fields as the machine's
+  IdleSource idleSource = IdleSource::System;
+  IdleSettings idle;
 };
 
 struct Policy {
   Mode mode = Mode::Gradual;
   IdleSettings idle;
   ReclaimSettings reclaim;
+  std::vector<Rule> rules;
+
+  // The mode that needs the most of the kernel: dropcache as set; gradual when the machine or
+  // any rule is gradual; else disabled.
+  Mode reclaimMode() const;
+
+  // Settings of rule `rule` (-1: machine-wide). The machine-wide floor applies at the root;
+  // below it, the default is reclaim.cgroupFloor.
+  Governance governance(int rule, bool atRoot) const;
 };
 
 }  // namespace reclaimd::policies

@@ -1,0 +1,95 @@
+#include "policies/Rules.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+namespace reclaimd::policies {
+
+bool outranks(const Rule& a, int ia, const Rule& b, int ib) {
+  const Specificity& sa = a.pattern.specificity();
+  const Specificity& sb = b.pattern.specificity();
+  if (sa != sb) return sa > sb;
+  return ia < ib;
+}
+
+std::vector<int> matchingRules(const std::vector<Rule>& rules, std::string_view path) {
+  std::vector<int> found;
+  for (int i = 0; i < static_cast<int>(rules.size()); ++i) {
+    if (rules[static_cast<std::size_t>(i)].pattern.matches(path)) found.push_back(i);
+  }
+  std::sort(found.begin(), found.end(), [&](int a, int b) {
+    return outranks(rules[static_cast<std::size_t>(a)], a, rules[static_cast<std::size_t>(b)], b);
+  });
+  return found;
+}
+
+int governingRule(const std::vector<Rule>& rules, std::string_view path) {
+  int best = -1;
+  for (int i = 0; i < static_cast<int>(rules.size()); ++i) {
+    const Rule& r = rules[static_cast<std::size_t>(i)];
+    if (!r.pattern.matches(path)) continue;
+    if (best < 0 || outranks(r, i, rules[static_cast<std::size_t>(best)], best)) best = i;
+  }
+  return best;
+}
+
+int inheritedRule(const std::vector<Rule>& rules, std::string_view path, std::string_view* ancestor) {
+  for (std::string_view at = path;;) {
+    const int rule = governingRule(rules, at);
+    if (rule >= 0 || at.empty()) {
+      if (ancestor) *ancestor = at;
+      return rule;
+    }
+    const std::size_t slash = at.rfind('/');
+    at = slash == std::string_view::npos ? std::string_view() : at.substr(0, slash);
+  }
+}
+
+namespace {
+
+std::string why(const Rule& winner, const Rule& loser) {
+  const Specificity& w = winner.pattern.specificity();
+  const Specificity& l = loser.pattern.specificity();
+  if (w.literal != l.literal) return "more literal components (" + std::to_string(w.literal) + " > " + std::to_string(l.literal) + ")";
+  if (w.partial != l.partial) return "more partly literal components";
+  if (w.single != l.single) return "more single-component wildcards";
+  if (w.literalChars != l.literalChars) return "more literal characters";
+  return "listed first";
+}
+
+std::string describeRule(const Policy& p, int index) {
+  const Rule& r = p.rules[static_cast<std::size_t>(index)];
+  return "rule " + std::to_string(index + 1) + " (line " + std::to_string(r.line) + ", match \"" + r.pattern.text() + "\")";
+}
+
+}  // namespace
+
+std::string explain(const Policy& policy, std::string_view path) {
+  const std::string shown = path.empty() ? "/ (the root)" : std::string(path);
+  std::string out = shown + ":\n";
+  const auto found = matchingRules(policy.rules, path);
+  std::string_view from;
+  const int inherited = found.empty() ? inheritedRule(policy.rules, path, &from) : -1;
+  if (found.empty() && inherited >= 0) {
+    out += "  no rule matches it; it inherits " + describeRule(policy, inherited) + " from " +
+           (from.empty() ? std::string("the root") : std::string(from)) + "\n";
+  } else if (found.empty()) {
+    out += "  no rule matches it or its ancestors: the machine-wide settings govern it\n";
+  } else {
+    out += "  governed by " + describeRule(policy, found[0]) + "\n";
+    for (std::size_t i = 1; i < found.size(); ++i) {
+      const Rule& w = policy.rules[static_cast<std::size_t>(found[0])];
+      const Rule& l = policy.rules[static_cast<std::size_t>(found[i])];
+      out += "  also matches " + describeRule(policy, found[i]) + ", outranked: " + why(w, l) + "\n";
+    }
+  }
+  const Governance g = policy.governance(found.empty() ? inherited : found[0], path.empty());
+  out += "  mode " + std::string(toString(g.mode)) + ", floor " + formatBytes(g.floor) + ", steps " +
+         formatBytes(g.steps.stepMin) + ".." + formatBytes(g.steps.stepMax) + " (MemTotal/" +
+         std::to_string(g.steps.stepDivisor) + "), idle source " + toString(g.idleSource) + ", grace " +
+         formatDuration(g.idle.grace) + ", threshold " + fmt::format("{:g}%", g.idle.thresholdPercent) + "\n";
+  return out;
+}
+
+}  // namespace reclaimd::policies
