@@ -77,4 +77,18 @@ std::optional<MountEntry> findCgroup2(const std::vector<MountEntry>& mounts) {
   return first;
 }
 
+std::optional<std::string> parseProcCgroup(std::string_view content) {
+  while (!content.empty()) {
+    std::size_t newline = content.find('\n');
+    std::string_view line = content.substr(0, newline);
+    content.remove_prefix(newline == std::string_view::npos ? content.size() : newline + 1);
+    if (line.substr(0, 3) != "0::") continue;
+    std::string_view path = line.substr(3);
+    if (path.empty() || path.front() != '/') return std::nullopt;
+    path.remove_prefix(1);
+    return std::string(path);
+  }
+  return std::nullopt;
+}
+
 }  // namespace reclaimd::cgroup

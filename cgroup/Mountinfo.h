@@ -29,4 +29,9 @@ Result<std::vector<MountEntry>> parseMountinfo(std::string_view content);
 // /sys/fs/cgroup, then the first such mount; nullopt when there is none.
 std::optional<MountEntry> findCgroup2(const std::vector<MountEntry>& mounts);
 
+// The cgroup2 path of a process from /proc/<pid>/cgroup ("0::/system.slice/x.service"),
+// relative to its cgroup namespace's root and without the leading '/' ("" for the root);
+// nullopt when the file has no v2 line.
+std::optional<std::string> parseProcCgroup(std::string_view content);
+
 }  // namespace reclaimd::cgroup

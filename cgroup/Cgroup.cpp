@@ -1,0 +1,59 @@
+#include "cgroup/Cgroup.h"
+
+#include <fcntl.h>
+
+#include "cgroup/ControlFiles.h"
+#include "cgroup/Tree.h"
+
+namespace reclaimd::cgroup {
+
+bool cgroupGone(const Error& error) {
+  return error.code.category() == std::generic_category() &&
+         (error.code.value() == ENOENT || error.code.value() == ENODEV);
+}
+
+Result<Cgroup> Cgroup::open(int rootFd, std::string path) {
+  auto dir = openCgroupDir(rootFd, path);
+  if (!dir) return dir.error();
+  auto inode = inodeOf(dir->get());
+  if (!inode) return inode.error();
+  return Cgroup(std::move(*dir), std::move(path), *inode);
+}
+
+Result<std::string_view> Cgroup::readKept(std::optional<KeptFile>& file, const char* name) {
+  if (!file) {
+    auto opened = KeptFile::open(dir_.get(), name);
+    if (!opened) return Error{opened.error().code, "open " + label() + "/" + name};
+    file = std::move(*opened);
+  }
+  auto text = file->read();
+  if (!text) return Error{text.error().code, "read " + label() + "/" + name};
+  return text;
+}
+
+Result<MemoryStat> Cgroup::memoryStat() {
+  auto text = readKept(memoryStat_, kMemoryStat);
+  if (!text) return text.error();
+  auto parsed = parseMemoryStat(*text);
+  if (!parsed) return Error{parsed.error().code, label() + ": " + parsed.error().context};
+  return parsed;
+}
+
+Result<CpuStat> Cgroup::cpuStat() {
+  auto text = readKept(cpuStat_, kCpuStat);
+  if (!text) return text.error();
+  auto parsed = parseCpuStat(*text);
+  if (!parsed) return Error{parsed.error().code, label() + ": " + parsed.error().context};
+  return parsed;
+}
+
+Result<ReclaimFile*> Cgroup::reclaimFile() {
+  if (!reclaim_) {
+    auto file = ReclaimFile::open(dir_.get(), label());
+    if (!file) return file.error();
+    reclaim_ = std::move(*file);
+  }
+  return &*reclaim_;
+}
+
+}  // namespace reclaimd::cgroup

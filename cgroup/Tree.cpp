@@ -1,0 +1,132 @@
+#include "cgroup/Tree.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+namespace reclaimd::cgroup {
+
+namespace {
+
+struct Entry {
+  std::string name;
+  std::uint64_t inode;
+  unsigned char type;
+};
+
+// The directory's entries, "." and ".." left out. getdents64 rather than readdir: no
+// allocation per directory beyond the names, and d_type/d_ino come with every entry.
+Result<std::vector<Entry>> listDir(int fd) {
+  std::vector<Entry> out;
+  alignas(8) char buffer[16384];
+  if (::lseek(fd, 0, SEEK_SET) < 0) return errnoError(errno, "lseek");
+  for (;;) {
+    long n = ::syscall(SYS_getdents64, fd, buffer, sizeof buffer);
+    if (n < 0) return errnoError(errno, "getdents64");
+    if (n == 0) break;
+    for (long pos = 0; pos < n;) {
+      auto* d = reinterpret_cast<struct dirent64*>(buffer + pos);
+      pos += d->d_reclen;
+      const char* name = d->d_name;
+      if (name[0] == '.' && (name[1] == '\0' || (name[1] == '.' && name[2] == '\0'))) continue;
+      out.push_back(Entry{name, d->d_ino, d->d_type});
+    }
+  }
+  return out;
+}
+
+bool isGone(int err) { return err == ENOENT || err == ENODEV; }
+
+void walkChildren(Tree& tree, int fd, int index, std::size_t maxNodes) {
+  auto entries = listDir(fd);
+  if (!entries) {
+    // The directory went away after we opened it: its children are gone with it.
+    ++tree.vanished;
+    return;
+  }
+  for (const Entry& e : *entries) {
+    unsigned char type = e.type;
+    if (type == DT_UNKNOWN) {
+      struct stat st{};
+      if (::fstatat(fd, e.name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
+        if (isGone(errno)) ++tree.vanished;
+        continue;
+      }
+      type = S_ISDIR(st.st_mode) ? DT_DIR : S_ISLNK(st.st_mode) ? DT_LNK : DT_REG;
+    }
+    if (type == DT_LNK) {
+      ++tree.symlinks;
+      continue;
+    }
+    if (type != DT_DIR) continue;  // control files
+    if (tree.nodes.size() >= maxNodes) {
+      tree.truncated = true;
+      return;
+    }
+    int childFd = ::openat(fd, e.name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (childFd < 0) {
+      if (errno == ELOOP || errno == ENOTDIR) ++tree.symlinks;
+      else ++tree.vanished;  // ENOENT/ENODEV: removed since the listing; anything else: unreadable
+      continue;
+    }
+    UniqueFd child(childFd);
+    const TreeNode& parent = tree.nodes[static_cast<std::size_t>(index)];
+    TreeNode node;
+    node.path = parent.path.empty() ? e.name : parent.path + "/" + e.name;
+    node.inode = e.inode;
+    node.parent = index;
+    const int childIndex = static_cast<int>(tree.nodes.size());
+    tree.nodes[static_cast<std::size_t>(index)].children.push_back(childIndex);
+    tree.nodes.push_back(std::move(node));
+    walkChildren(tree, child.get(), childIndex, maxNodes);
+    if (tree.truncated) return;
+  }
+}
+
+}  // namespace
+
+Result<std::uint64_t> inodeOf(int fd) {
+  struct stat st{};
+  if (::fstat(fd, &st) != 0) return errnoError(errno, "fstat");
+  return static_cast<std::uint64_t>(st.st_ino);
+}
+
+Result<Tree> walkTree(int rootFd, std::size_t maxNodes) {
+  Tree tree;
+  auto inode = inodeOf(rootFd);
+  if (!inode) return inode.error();
+  auto entries = listDir(rootFd);
+  if (!entries) return Error{entries.error().code, "read the cgroup root: " + entries.error().context};
+  TreeNode root;
+  root.inode = *inode;
+  tree.nodes.push_back(std::move(root));
+  walkChildren(tree, rootFd, 0, maxNodes);
+  return tree;
+}
+
+Result<UniqueFd> openCgroupDir(int rootFd, std::string_view path) {
+  int fd = ::openat(rootFd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return errnoError(errno, "open the cgroup root");
+  UniqueFd current(fd);
+  std::size_t pos = 0;
+  while (pos < path.size()) {
+    std::size_t slash = path.find('/', pos);
+    if (slash == std::string_view::npos) slash = path.size();
+    const std::string component(path.substr(pos, slash - pos));
+    pos = slash + 1;
+    if (component.empty() || component == "." || component == "..") {
+      return errnoError(EINVAL, "open cgroup " + std::string(path) + ": bad component");
+    }
+    int next = ::openat(current.get(), component.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (next < 0) return errnoError(errno, "open cgroup " + std::string(path));
+    current.reset(next);
+  }
+  return current;
+}
+
+}  // namespace reclaimd::cgroup

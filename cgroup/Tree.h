@@ -1,0 +1,46 @@
+// Walking the cgroup v2 tree.
+//
+// reclaimd walks the tree itself rather than with libcgroup's cgroup_walk_tree_*: libcgroup
+// 2.0.2 builds the start path from the controller's mount table (which puts "memory" on v1
+// on hybrid hosts), cannot walk an arbitrary root such as a test fixture, and walks with
+// fts(FTS_LOGICAL), which follows symlinks. Here: getdents64 on directory fds, d_type and
+// d_ino from the entries (no stat per cgroup), openat(O_NOFOLLOW) one component at a time.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/Result.h"
+#include "base/UniqueFd.h"
+
+namespace reclaimd::cgroup {
+
+struct TreeNode {
+  std::string path;          // relative to the root: "" for the root, "system.slice/cron.service"
+  std::uint64_t inode = 0;   // the cgroup's identity: a cgroup made again under the same name is new
+  int parent = -1;           // index of the parent node; -1 for the root
+  std::vector<int> children;
+};
+
+struct Tree {
+  std::vector<TreeNode> nodes;  // pre-order: a parent before its children; nodes[0] is the root
+  std::size_t vanished = 0;     // cgroups removed while being walked (skipped quietly)
+  std::size_t symlinks = 0;     // entries that are symlinks (never followed)
+  bool truncated = false;       // stopped at maxNodes
+};
+
+// Walks every cgroup below the directory `rootFd`. Only a failure to read the root itself is
+// an error; anything below that vanishes mid-walk is skipped and counted.
+Result<Tree> walkTree(int rootFd, std::size_t maxNodes = 1'000'000);
+
+// Opens cgroup directory `path` (relative, "" for the root itself) below `rootFd`, one
+// component at a time with O_NOFOLLOW, so no symlink is ever followed. Errors: the openat errno
+// (ENOENT/ENODEV: the cgroup is gone; ELOOP/ENOTDIR: a symlink or a file on the way).
+Result<UniqueFd> openCgroupDir(int rootFd, std::string_view path);
+
+// The inode of an open directory. Errors: the fstat errno.
+Result<std::uint64_t> inodeOf(int fd);
+
+}  // namespace reclaimd::cgroup
