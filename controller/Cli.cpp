@@ -12,6 +12,7 @@
 #include "controller/ModeChoice.h"
 #include "controller/Probe.h"
 #include "policies/Loader.h"
+#include "policies/Rules.h"
 #include "policies/Step.h"
 
 #ifndef RECLAIMD_VERSION
@@ -75,11 +76,29 @@ int commandProbe(const Common& c) {
   return mode.unusable ? kExitUnavailable : kExitOk;
 }
 
-int commandCheckConfig(const std::string& file) {
+int commandCheckConfig(const std::string& file, const std::vector<std::string>& explainPaths) {
   auto policy = policies::loadPolicyFile(file);
   if (!policy) {
     std::cerr << policy.error().message() << "\n";
     return kExitConfig;
+  }
+  if (!explainPaths.empty()) {
+    for (const std::string& raw : explainPaths) {
+      // Accept "/system.slice" and "system.slice/" as the same cgroup; reject what leaves the root.
+      std::string path = raw;
+      while (!path.empty() && path.front() == '/') path.erase(0, 1);
+      while (!path.empty() && path.back() == '/') path.pop_back();
+      if (!path.empty()) {
+        auto valid = policies::Pattern::parse(path);
+        if (!valid || !valid->exact()) {
+          std::cerr << "--explain " << raw << ": not a cgroup path"
+                    << (valid ? std::string(" (it has wildcards)") : ": " + valid.error().message()) << "\n";
+          return kExitUsage;
+        }
+      }
+      std::cout << policies::explain(*policy, path);
+    }
+    return kExitOk;
   }
   const auto& p = *policy;
   std::cout << file << ": valid\n"
@@ -89,7 +108,15 @@ int commandCheckConfig(const std::string& file) {
             << formatDuration(p.idle.samplePeriod) << "\n"
             << "reclaim: floor " << formatBytes(p.reclaim.floor) << ", step MemTotal/" << p.reclaim.stepDivisor
             << " within " << formatBytes(p.reclaim.stepMin) << ".." << formatBytes(p.reclaim.stepMax) << ", chunk "
-            << formatBytes(p.reclaim.chunk) << ", compact " << (p.reclaim.compact ? "yes" : "no") << "\n";
+            << formatBytes(p.reclaim.chunk) << ", compact " << (p.reclaim.compact ? "yes" : "no") << "\n"
+            << "rules: " << p.rules.size() << (p.rules.empty() ? " (the whole tree under the settings above)" : "")
+            << "\n";
+  for (std::size_t i = 0; i < p.rules.size(); ++i) {
+    const auto& r = p.rules[i];
+    std::cout << "  " << i + 1 << ". line " << r.line << " match \"" << r.pattern.text() << "\": " << toString(r.mode)
+              << ", floor " << formatBytes(r.floor) << ", idle source " << toString(r.idleSource) << ", grace "
+              << formatDuration(r.idle.grace) << "\n";
+  }
   return kExitOk;
 }
 
@@ -114,8 +141,11 @@ int runCli(int argc, char** argv) {
   auto* run = app.add_subcommand("run", "run the daemon (the default)");
   auto* probeCmd = app.add_subcommand("probe", "print what this kernel supports and the mode that would run");
   std::string checkFile;
+  std::vector<std::string> explainPaths;
   auto* check = app.add_subcommand("check-config", "validate a policy file without running");
   check->add_option("file", checkFile, "the policy file")->required();
+  check->add_option("--explain", explainPaths, "cgroup paths (relative to the cgroup root): which rule governs each, and why")
+      ->expected(1, -1);
 
   try {
     app.parse(argc, argv);
@@ -125,7 +155,7 @@ int runCli(int argc, char** argv) {
     return code == 0 ? kExitOk : kExitUsage;
   }
   if (*probeCmd) return commandProbe(c);
-  if (*check) return commandCheckConfig(checkFile);
+  if (*check) return commandCheckConfig(checkFile, explainPaths);
   (void)run;
   return commandRun(c);
 }

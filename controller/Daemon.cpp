@@ -9,15 +9,14 @@
 #include <unistd.h>
 
 #include <csignal>
-#include <utility>
 #include <cstring>
 
 #include "base/Log.h"
 #include "base/Units.h"
+#include "cgroup/Mountinfo.h"
 #include "controller/ExitCodes.h"
-#include "controller/ReclaimStep.h"
+#include "controller/LogText.h"
 #include "policies/Loader.h"
-#include "policies/Step.h"
 #include "proc/ProcStat.h"
 
 namespace reclaimd::controller {
@@ -26,9 +25,6 @@ using namespace std::chrono;
 
 namespace {
 
-// A step's writes stop after this much time even if bytes remain; the next tick goes on.
-// Keeps each loop turn short however slow the kernel is.
-constexpr nanoseconds kStepBudget = 1s;
 // A malformed /proc/stat is logged once a minute at most, with a count, not every second.
 constexpr nanoseconds kSampleErrorLogEvery = 60s;
 // While the last span was busy, samples come this many times faster than the policy's
@@ -37,31 +33,6 @@ constexpr nanoseconds kSampleErrorLogEvery = 60s;
 // busy machine the extra reads cost nothing that matters.
 constexpr int kBusySampleSpeedup = 5;
 constexpr nanoseconds kMinSamplePeriod = 100ms;
-
-IdleConfig idleConfig(const policies::IdleSettings& s) {
-  return IdleConfig{s.thresholdPercent, s.grace, s.interval};
-}
-
-std::string quoted(const std::string& text) {
-  std::string out = "\"";
-  for (char c : text) {
-    if (c == '"' || c == '\\') out.push_back('\\');
-    out.push_back(c == '\n' ? ' ' : c);
-  }
-  return out + "\"";
-}
-
-double toMs(nanoseconds d) { return duration<double, std::milli>(d).count(); }
-
-}  // namespace
-
-Daemon::Daemon(DaemonOptions options, policies::Policy policy, const Clock& clock)
-    : options_(std::move(options)), policy_(policy), clock_(clock), detector_(idleConfig(policy.idle)) {
-  const long hz = ::sysconf(_SC_CLK_TCK);
-  if (hz > 0) tick_ = nanoseconds(1'000'000'000 / hz);
-}
-
-namespace {
 
 sigset_t daemonSignals() {
   sigset_t mask;
@@ -79,6 +50,12 @@ Result<void> blockDaemonSignals() {
   if (pthread_sigmask(SIG_BLOCK, &mask, nullptr) != 0) return errnoError(errno, "pthread_sigmask");
   ::signal(SIGPIPE, SIG_IGN);
   return {};
+}
+
+Daemon::Daemon(DaemonOptions options, policies::Policy policy, const Clock& clock)
+    : options_(std::move(options)), policy_(std::move(policy)), clock_(clock), detector_(idleConfigOf(policy_.idle)) {
+  const long hz = ::sysconf(_SC_CLK_TCK);
+  if (hz > 0) tick_ = nanoseconds(1'000'000'000 / hz);
 }
 
 Result<void> Daemon::setUp() {
@@ -105,60 +82,65 @@ Result<void> Daemon::setUp() {
   return {};
 }
 
-Result<void> Daemon::armTimer(TimePoint at) {
-  // steady_clock is CLOCK_MONOTONIC, the timer's clock: an absolute deadline never drifts.
-  const auto ns = duration_cast<nanoseconds>(at.time_since_epoch()).count();
-  itimerspec spec{};
-  spec.it_value.tv_sec = ns / 1'000'000'000;
-  spec.it_value.tv_nsec = ns % 1'000'000'000;
-  if (spec.it_value.tv_sec == 0 && spec.it_value.tv_nsec == 0) spec.it_value.tv_nsec = 1;  // 0 disarms
-  if (::timerfd_settime(timer_.get(), TFD_TIMER_ABSTIME, &spec, nullptr) != 0) {
-    return errnoError(errno, "timerfd_settime");
-  }
-  return {};
-}
-
-void Daemon::scheduleNext(TimePoint now, const IdleVerdict& verdict) {
-  const nanoseconds regular = policy_.idle.samplePeriod;
-  const bool busy = policy_.idle.predict && verdict.spanPercent > policy_.idle.thresholdPercent;
-  TimePoint next = now + (busy ? std::max(kMinSamplePeriod, regular / kBusySampleSpeedup) : regular);
-  if (policy_.idle.predict && !verdict.idle()) {
-    // A millisecond's margin so the sample lands after the predicted instant, not on it.
-    if (auto predicted = detector_.predictIdle(); predicted && *predicted + 1ms < next) {
-      next = std::max(*predicted + 1ms, now + 1ms);
-    }
-  }
-  if (auto armed = armTimer(next); !armed) {
-    spdlog::error("event=timer_failed error={}", quoted(armed.error().message()));
-    stop_ = true;
-    exitCode_ = kExitFailure;
-  }
-}
-
 void Daemon::applyProbe(const char* why) {
   caps_ = probe(options_.paths);
-  EffectiveMode chosen = chooseMode(policy_.mode, caps_);
-  const bool changed = !(chosen == mode_) || chosen.reason != mode_.reason;
-  mode_ = chosen;
-  rootReclaim_.reset();
-  cgroupDir_.reset();
-  if (mode_.mode == policies::Mode::Gradual) {
+  EffectiveMode chosen = chooseMode(policy_.reclaimMode(), caps_, !policy_.rules.empty());
+  targets_.reset();
+  cgroupRoot_.reset();
+  if (chosen.mode == policies::Mode::Gradual) {
     auto dir = openAt(AT_FDCWD, caps_.cgroupRoot, O_RDONLY | O_DIRECTORY);
-    auto file = dir ? cgroup::ReclaimFile::open(dir->get(), "/") : Result<cgroup::ReclaimFile>(dir.error());
-    if (file) {
-      cgroupDir_ = std::move(*dir);
-      rootReclaim_ = std::move(*file);
+    if (dir) {
+      cgroupRoot_ = std::move(*dir);
+      std::string own;
+      if (auto text = readFileAt(AT_FDCWD, options_.paths.proc("self/cgroup"))) {
+        own = cgroup::parseProcCgroup(*text).value_or("");
+      }
+      targets_.emplace(cgroupRoot_.get(), own);
     } else {
-      mode_ = chooseMode(policies::Mode::DropCache, caps_);
-      mode_.reason = "memory.reclaim could not be opened (" + file.error().message() + "); " + mode_.reason;
+      chosen = chooseMode(policies::Mode::DropCache, caps_, !policy_.rules.empty());
+      chosen.reason = "the cgroup root could not be opened (" + dir.error().message() + "); " + chosen.reason;
     }
   }
+  const bool changed = !(chosen == mode_) || chosen.reason != mode_.reason;
+  mode_ = chosen;
   if (!changed) return;
   auto level = mode_.fellBack ? spdlog::level::warn : spdlog::level::info;
-  spdlog::log(level, "event=mode requested={} effective={} format={} why={} reason={}", toString(policy_.mode),
-              toString(mode_.mode),
-              mode_.mode == policies::Mode::Gradual ? toString(mode_.format) : "-", why,
+  spdlog::log(level, "event=mode requested={} effective={} format={} why={} reason={}", toString(policy_.reclaimMode()),
+              toString(mode_.mode), mode_.mode == policies::Mode::Gradual ? toString(mode_.format) : "-", why,
               quoted(mode_.reason));
+}
+
+// Detectors for the idle settings that rules use beyond the machine's; history is kept for
+// settings that stay, so a reload does not restart their grace periods.
+void Daemon::applyPolicy() {
+  detector_.reconfigure(idleConfigOf(policy_.idle));
+  std::vector<RuleDetector> next;
+  const IdleConfig machine = idleConfigOf(policy_.idle);
+  for (const auto& rule : policy_.rules) {
+    if (rule.idleSource == policies::IdleSource::Cgroup) continue;
+    const IdleConfig c = idleConfigOf(rule.idle);
+    auto same = [&](const IdleConfig& o) {
+      return o.thresholdPercent == c.thresholdPercent && o.grace == c.grace && o.interval == c.interval;
+    };
+    if (same(machine)) continue;
+    bool have = false;
+    for (const auto& d : next) have = have || same(d.config);
+    if (have) continue;
+    auto old = std::find_if(ruleDetectors_.begin(), ruleDetectors_.end(), [&](const auto& d) { return same(d.config); });
+    if (old != ruleDetectors_.end()) next.push_back(std::move(*old));
+    else next.push_back(RuleDetector{c, IdleDetector(c), {}});
+  }
+  ruleDetectors_ = std::move(next);
+}
+
+const IdleVerdict& Daemon::systemVerdict(const policies::IdleSettings& idle) const {
+  const IdleConfig c = idleConfigOf(idle);
+  for (const auto& d : ruleDetectors_) {
+    if (d.config.thresholdPercent == c.thresholdPercent && d.config.grace == c.grace && d.config.interval == c.interval) {
+      return d.verdict;
+    }
+  }
+  return verdict_;
 }
 
 int Daemon::run() {
@@ -166,6 +148,7 @@ int Daemon::run() {
     spdlog::error("event=setup_failed error={}", quoted(ok.error().message()));
     return kExitFailure;
   }
+  applyPolicy();
   applyProbe("start");
   spdlog::debug("event=probe {}", quoted(describe(caps_)));
   if (mode_.unusable) {
@@ -175,10 +158,10 @@ int Daemon::run() {
   const auto& idle = policy_.idle;
   spdlog::info(
       "event=start mode={} dry_run={} grace={} interval={} sample_period={} threshold_pct={} floor_mib={} "
-      "compact={}",
+      "compact={} rules={}",
       toString(mode_.mode), options_.dryRun, formatDuration(idle.grace), formatDuration(idle.interval),
       formatDuration(idle.samplePeriod), idle.thresholdPercent, formatMiB(policy_.reclaim.floor),
-      policy_.reclaim.compact && caps_.compactMemory);
+      policy_.reclaim.compact && caps_.compactMemory, policy_.rules.size());
   onTimer();  // the first sample is the baseline; take it now rather than a period late
 
   while (!stop_) {
@@ -228,6 +211,52 @@ bool Daemon::stopRequested() const {
   return ::poll(&p, 1, 0) > 0 && (p.revents & POLLIN);
 }
 
+Result<void> Daemon::armTimer(TimePoint at) {
+  // steady_clock is CLOCK_MONOTONIC, the timer's clock: an absolute deadline never drifts.
+  const auto ns = duration_cast<nanoseconds>(at.time_since_epoch()).count();
+  itimerspec spec{};
+  spec.it_value.tv_sec = ns / 1'000'000'000;
+  spec.it_value.tv_nsec = ns % 1'000'000'000;
+  if (spec.it_value.tv_sec == 0 && spec.it_value.tv_nsec == 0) spec.it_value.tv_nsec = 1;  // 0 disarms
+  if (::timerfd_settime(timer_.get(), TFD_TIMER_ABSTIME, &spec, nullptr) != 0) {
+    return errnoError(errno, "timerfd_settime");
+  }
+  return {};
+}
+
+void Daemon::scheduleNext(TimePoint now, const IdleVerdict& verdict) {
+  const auto& idle = policy_.idle;
+  const nanoseconds regular = idle.samplePeriod;
+  const nanoseconds fast = std::max(kMinSamplePeriod, regular / kBusySampleSpeedup);
+  bool busy = verdict.spanPercent > idle.thresholdPercent;
+  // Candidate wake-ups: predictions of when something becomes idle, if it stays quiet.
+  std::vector<std::optional<TimePoint>> predicted;
+  if (!verdict.idle()) predicted.push_back(detector_.predictIdle());
+  for (const auto& d : ruleDetectors_) {
+    if (!d.verdict.idle()) predicted.push_back(d.detector.predictIdle());
+  }
+  if (targets_) {
+    for (const Target& t : targets_->all()) {
+      if (!t.cpuIdle) continue;
+      busy = busy || t.cpuVerdict.spanPercent > t.gov.idle.thresholdPercent;
+      if (!t.cpuVerdict.idle()) predicted.push_back(t.cpuIdle->predictIdle());
+    }
+  }
+  TimePoint next = now + (idle.predict && busy ? fast : regular);
+  if (idle.predict) {
+    // A millisecond's margin so the sample lands after the predicted instant, not on it.
+    for (const auto& p : predicted) {
+      if (p && *p + 1ms < next) next = std::max(*p + 1ms, now + 1ms);
+    }
+  }
+  if (targets_ && !policy_.rules.empty()) next = std::min(next, std::max(targets_->lastWalk() + kWalkPeriod, now + 1ms));
+  if (auto armed = armTimer(next); !armed) {
+    spdlog::error("event=timer_failed error={}", quoted(armed.error().message()));
+    stop_ = true;
+    exitCode_ = kExitFailure;
+  }
+}
+
 void Daemon::reportSampleError(const Error& error) {
   ++sampleErrors_;
   const TimePoint now = clock_.now();
@@ -273,98 +302,41 @@ std::optional<proc::Meminfo> Daemon::readMeminfo() {
 void Daemon::tick(TimePoint now) {
   auto sample = readSample(now);
   if (!sample) {
-    // A malformed sample is skipped; the window keeps its history.
+    // A malformed sample is skipped; the windows keep their history.
     scheduleNext(now, IdleVerdict{});
     return;
   }
-  const IdleVerdict verdict = detector_.add(*sample);
-  scheduleNext(now, verdict);
-  if (verdict.reset) spdlog::info("event=idle_reset reason=\"cpu counters went backwards\"");
-  if (verdict.periodEnded) {
-    spdlog::info("event=idle_left window_busy_pct={:.3f} interval_busy_pct={:.3f}", verdict.windowPercent,
-                 verdict.intervalPercent);
+  verdict_ = detector_.add(*sample);
+  for (auto& d : ruleDetectors_) d.verdict = d.detector.add(*sample);
+  const IdleVerdict& v = verdict_;
+  if (v.reset) spdlog::info("event=idle_reset reason=\"cpu counters went backwards\"");
+  if (v.periodEnded) {
+    spdlog::info("event=idle_left window_busy_pct={:.3f} interval_busy_pct={:.3f}", v.windowPercent, v.intervalPercent);
     period_ = PeriodState{};
   }
-  if (!verdict.idle()) {
-    spdlog::trace("event=tick state={} window_busy_pct={:.3f} interval_busy_pct={:.3f}", toString(verdict.state),
-                  verdict.windowPercent, verdict.intervalPercent);
-    return;
-  }
-  auto mem = readMeminfo();
-  if (!mem) return;
-  if (verdict.periodStarted) {
+  if (v.periodStarted) {
+    auto mem = readMeminfo();
     spdlog::info("event=idle_entered window_busy_pct={:.3f} interval_busy_pct={:.3f} reclaimable_mib={}",
-                 verdict.windowPercent, verdict.intervalPercent, formatMiB(mem->reclaimable()));
+                 v.windowPercent, v.intervalPercent, mem ? formatMiB(mem->reclaimable()) : "?");
   }
-  const Plan plan = decide(verdict, *mem, mode_, policy_.reclaim, caps_.compactMemory, period_);
-  if (!plan.dropCache && plan.reclaimBytes == 0 && !plan.compact) {
-    spdlog::trace("event=tick state=idle action=none why={}", quoted(plan.why));
-    return;
+  if (!v.idle()) {
+    spdlog::trace("event=tick state={} window_busy_pct={:.3f} interval_busy_pct={:.3f}", toString(v.state),
+                  v.windowPercent, v.intervalPercent);
   }
-  carryOut(plan, *mem);
-}
-
-void Daemon::carryOut(const Plan& plan, const proc::Meminfo& before) {
-  if (plan.dropCache) dropCaches(before);
-  if (plan.reclaimBytes > 0) reclaimStep(plan.reclaimBytes, before);
-  if (plan.compact && !stop_ && !stopRequested()) compact();
-}
-
-void Daemon::reclaimStep(std::uint64_t bytes, const proc::Meminfo& before) {
-  if (options_.dryRun) {
-    spdlog::info("event=reclaim_step cgroup=/ dry_run=true asked_mib={} reclaimable_mib={}", formatMiB(bytes),
-                 formatMiB(before.reclaimable()));
-    period_.stalledAt = before.reclaimable();  // a dry run frees nothing: do not repeat each tick
-    return;
-  }
-  const auto format = mode_.format;
-  auto& file = *rootReclaim_;
-  bool first = true;
-  const StepLimits limits{bytes, policy_.reclaim.floor, policy_.reclaim.chunk, kStepBudget};
-  const StepOutcome step = runStep(
-      limits,
-      [&]() -> std::optional<std::uint64_t> {
-        if (std::exchange(first, false)) return before.reclaimable();  // read this tick already
-        auto mem = readMeminfo();
-        return mem ? std::optional(mem->reclaimable()) : std::nullopt;
-      },
-      [&](std::uint64_t chunk) { return file.write(chunk, format); },
-      [&] { return stopRequested(); },
-      [&](std::uint64_t asked, const cgroup::ReclaimWrite& w, std::int64_t freed) {
-        spdlog::debug("event=reclaim_chunk cgroup=/ asked_mib={} freed_mib={} took_ms={:.1f} status={} errno={}",
-                      formatMiB(asked), formatMiBSigned(freed), toMs(w.took), toString(w.status), w.err);
-      });
-  auto level = step.status == cgroup::ReclaimStatus::Failed ? spdlog::level::err : spdlog::level::info;
-  spdlog::log(level,
-              "event=reclaim_step cgroup=/ asked_mib={} requested_mib={} freed_mib={} chunks={} took_ms={:.1f} "
-              "end={} status={} errno={} reclaimable_before_mib={} reclaimable_after_mib={} floor_mib={}",
-              formatMiB(bytes), formatMiB(step.requestedBytes), formatMiBSigned(step.freed()), step.chunks,
-              toMs(step.took), toString(step.end), toString(step.status), step.err, formatMiB(step.before),
-              formatMiB(step.after), formatMiB(policy_.reclaim.floor));
-  switch (step.status) {
-    case cgroup::ReclaimStatus::Done:
-    case cgroup::ReclaimStatus::Interrupted: break;
-    case cgroup::ReclaimStatus::Partial:
-      // EAGAIN with (almost) nothing freed: the kernel has nothing more to give now.
-      if (step.freed() < static_cast<std::int64_t>(policies::kMinRequestBytes)) period_.stalledAt = step.after;
-      break;
-    case cgroup::ReclaimStatus::Unsupported: {
-      const EffectiveMode was = mode_;
-      applyProbe("EINVAL from memory.reclaim");
-      if (mode_ == was) {
-        // The probe still believes in this format: do not send the kernel the same EINVAL
-        // every tick; stay on dropcache until a reload or restart.
-        mode_ = chooseMode(policies::Mode::DropCache, caps_);
-        mode_.fellBack = true;
-        spdlog::warn("event=mode effective={} reason=\"memory.reclaim rejected a request with EINVAL after a "
-                     "re-probe accepted its format\"",
-                     toString(mode_.mode));
+  switch (mode_.mode) {
+    case policies::Mode::Disabled: break;
+    case policies::Mode::DropCache:
+      if (v.idle()) {
+        if (auto mem = readMeminfo()) {
+          const Plan plan = decide(v, *mem, mode_, policy_.reclaim, caps_.compactMemory, period_);
+          if (plan.dropCache) dropCaches(*mem);
+          if (plan.compact && !stopRequested()) compact();
+        }
       }
       break;
-    }
-    case cgroup::ReclaimStatus::Gone:
-    case cgroup::ReclaimStatus::Failed: period_.stalledAt = step.after; break;
+    case policies::Mode::Gradual: gradualTick(now, v); break;
   }
+  scheduleNext(now, v);
 }
 
 void Daemon::dropCaches(const proc::Meminfo& before) {
@@ -415,12 +387,12 @@ void Daemon::reload() {
     spdlog::error("event=reload result=rejected keeping=previous error={}", quoted(loaded.error().message()));
     return;
   }
-  policy_ = *loaded;
-  detector_.reconfigure(idleConfig(policy_.idle));
+  policy_ = std::move(*loaded);
+  applyPolicy();
   applyProbe("reload");
+  spdlog::info("event=reload result=applied mode={} grace={} floor_mib={} rules={}", toString(mode_.mode),
+               formatDuration(policy_.idle.grace), formatMiB(policy_.reclaim.floor), policy_.rules.size());
   tick(clock_.now());  // judge at once under the new settings, and reschedule
-  spdlog::info("event=reload result=applied mode={} grace={} floor_mib={}", toString(mode_.mode),
-               formatDuration(policy_.idle.grace), formatMiB(policy_.reclaim.floor));
 }
 
 }  // namespace reclaimd::controller

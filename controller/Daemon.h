@@ -1,21 +1,23 @@
 // The daemon: one thread, one epoll. A timerfd paces the samples, a signalfd turns SIGTERM,
 // SIGINT and SIGHUP into events; every loop turn takes one `now` and hands plain snapshots to
-// the pure decision code (IdleDetector, decide), then carries out the plan.
+// the pure decision code (IdleDetector, decide, decompose, shareBudget), then carries out
+// the plan.
 #pragma once
 
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "base/Clock.h"
 #include "base/Files.h"
 #include "base/UniqueFd.h"
-#include "cgroup/Reclaim.h"
 #include "controller/Decide.h"
 #include "controller/IdleDetector.h"
 #include "controller/ModeChoice.h"
 #include "controller/Paths.h"
 #include "controller/Probe.h"
+#include "controller/Targets.h"
 #include "policies/Policy.h"
 
 namespace reclaimd::controller {
@@ -39,19 +41,36 @@ class Daemon {
   int run();
 
  private:
+  // A machine-wide detector for idle settings a rule has and the machine's do not.
+  struct RuleDetector {
+    IdleConfig config;
+    IdleDetector detector;
+    IdleVerdict verdict;
+  };
+
   Result<void> setUp();
-  // Schedules the next sample: soon while the machine is busy (to pin down when work ends),
-  // at the regular period while it is quiet, and exactly at the predicted end of the grace
-  // period when that comes first.
-  Result<void> armTimer(TimePoint at);
-  void scheduleNext(TimePoint now, const IdleVerdict& verdict);
   void applyProbe(const char* why);
+  void applyPolicy();
   void onSignal();
   void onTimer();
   void tick(TimePoint now);
   void reload();
-  void carryOut(const Plan& plan, const proc::Meminfo& before);
-  void reclaimStep(std::uint64_t bytes, const proc::Meminfo& before);
+
+  // Schedules the next sample: soon while the machine (or a watched cgroup) is busy, to pin
+  // down when work ends; at the regular period while quiet; exactly at the predicted end of a
+  // grace period when that comes first.
+  Result<void> armTimer(TimePoint at);
+  void scheduleNext(TimePoint now, const IdleVerdict& verdict);
+
+  // gradual
+  void gradualTick(TimePoint now, const IdleVerdict& verdict);
+  void refreshTargets(TimePoint now);
+  void judgeTargets();
+  const IdleVerdict& systemVerdict(const policies::IdleSettings& idle) const;
+  std::uint64_t reclaimPass(const proc::Meminfo& mem);
+  std::int64_t reclaimTarget(Target& target, std::uint64_t bytes, std::uint64_t known, std::chrono::nanoseconds budget);
+  std::optional<std::uint64_t> reclaimableOf(Target& target, const proc::Meminfo* mem);
+
   void dropCaches(const proc::Meminfo& before);
   void compact();
   bool stopRequested() const;
@@ -65,13 +84,15 @@ class Daemon {
 
   Capabilities caps_;
   EffectiveMode mode_;
-  IdleDetector detector_;
-  PeriodState period_;
+  IdleDetector detector_;  // the machine, under the policy's idle settings
+  IdleVerdict verdict_;    // its last verdict
+  std::vector<RuleDetector> ruleDetectors_;
+  PeriodState period_;     // the machine's idle period (dropcache, compaction on entry)
 
   UniqueFd epoll_, timer_, signals_;
   KeptFile stat_, meminfo_;
-  UniqueFd cgroupDir_;
-  std::optional<cgroup::ReclaimFile> rootReclaim_;
+  UniqueFd cgroupRoot_;
+  std::optional<Targets> targets_;
   std::chrono::nanoseconds tick_{10'000'000};  // one USER_HZ tick; set from sysconf
 
   bool stop_ = false;

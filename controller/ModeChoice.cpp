@@ -6,10 +6,14 @@ using policies::Mode;
 
 namespace {
 
-EffectiveMode dropCacheOrNothing(std::string why, const Capabilities& caps) {
+EffectiveMode dropCacheOrNothing(std::string why, const Capabilities& caps, bool hasRules) {
   EffectiveMode m;
   m.fellBack = true;
-  if (caps.dropCaches) {
+  if (hasRules) {
+    m.mode = Mode::Disabled;
+    m.unusable = true;
+    m.reason = why + ", and per-cgroup rules cannot fall back to drop_caches (it would reach the cgroups they protect)";
+  } else if (caps.dropCaches) {
     m.mode = Mode::DropCache;
     m.reason = why + "; falling back to dropcache";
   } else {
@@ -22,7 +26,7 @@ EffectiveMode dropCacheOrNothing(std::string why, const Capabilities& caps) {
 
 }  // namespace
 
-EffectiveMode chooseMode(Mode requested, const Capabilities& caps) {
+EffectiveMode chooseMode(Mode requested, const Capabilities& caps, bool hasRules) {
   EffectiveMode m;
   switch (requested) {
     case Mode::Disabled:
@@ -41,7 +45,7 @@ EffectiveMode chooseMode(Mode requested, const Capabilities& caps) {
       m.reason = "dropcache by policy";
       return m;
     case Mode::Gradual:
-      if (!caps.reclaimWritable) return dropCacheOrNothing("memory.reclaim is unavailable: " + caps.reclaimProblem, caps);
+      if (!caps.reclaimWritable) return dropCacheOrNothing("memory.reclaim is unavailable: " + caps.reclaimProblem, caps, hasRules);
       if (caps.swappinessKey == KeySupport::Supported) {
         m.mode = Mode::Gradual;
         m.format = cgroup::ReclaimFormat::SwappinessZero;
@@ -58,7 +62,7 @@ EffectiveMode chooseMode(Mode requested, const Capabilities& caps) {
       return dropCacheOrNothing(
           "memory.reclaim has no swappiness key (kernel before 6.11) and swap is active, so a plain "
           "request could push anonymous memory to swap",
-          caps);
+          caps, hasRules);
   }
   return m;
 }

@@ -21,7 +21,8 @@ struct EffectiveMode {
 
 // gradual: with the swappiness key; without it only when no swap is active (then nothing
 // anonymous can be swapped, so a plain request takes file pages only); otherwise dropcache.
-// dropcache: when drop_caches is writable. disabled: always.
-EffectiveMode chooseMode(policies::Mode requested, const Capabilities& caps);
+// dropcache: when drop_caches is writable. disabled: always. With per-cgroup rules there is no
+// dropcache fallback: drop_caches would reach the cgroups the rules protect.
+EffectiveMode chooseMode(policies::Mode requested, const Capabilities& caps, bool hasRules = false);
 
 }  // namespace reclaimd::controller

@@ -4,9 +4,9 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 
-#include <atomic>
 #include <thread>
 
+#include "tests/unit/FakeMachine.h"
 #include "tests/unit/Fixture.h"
 #include "tests/unit/Process.h"
 
@@ -14,41 +14,6 @@ namespace reclaimd::testing {
 namespace {
 
 using namespace std::chrono_literals;
-
-// A machine whose CPU counters move: every 20 ms, `busy` ticks of work and 100 idle ticks.
-class FakeMachine {
- public:
-  explicit FakeMachine(Fixture& fx) : fx_(fx) {
-    fx_.write("proc/stat", procStat(0, 0, 0));
-    fx_.write("proc/meminfo", meminfo(2048, 1000, 300, 200, 50));
-    fx_.write("proc/pressure/memory", "some avg10=0.00 avg60=0.00 avg300=0.00 total=0\n");
-    fx_.write("proc/sys/vm/drop_caches", "");
-    fx_.write("proc/sys/vm/compact_memory", "");
-    fx_.write("cg/cgroup.controllers", "cpu io memory pids\n");
-    fx_.write("cg/memory.reclaim", "");
-    thread_ = std::thread([this] {
-      unsigned long long busy = 0, idle = 0;
-      while (!done_) {
-        busy += busyPerTick_;
-        idle += 100;
-        fx_.write("proc/stat", malformed_ ? std::string("cpu  12 x\n") : procStat(busy, 0, idle));
-        std::this_thread::sleep_for(20ms);
-      }
-    });
-  }
-  ~FakeMachine() {
-    done_ = true;
-    thread_.join();
-  }
-  void setBusy(int ticks) { busyPerTick_ = ticks; }
-  void setMalformed(bool m) { malformed_ = m; }
-
- private:
-  Fixture& fx_;
-  std::atomic<bool> done_{false}, malformed_{false};
-  std::atomic<int> busyPerTick_{0};
-  std::thread thread_;
-};
 
 constexpr const char* kFastPolicy =
     "idle:\n  grace: 1s\n  interval: 1s\n  sample_period: 100ms\n";
@@ -106,7 +71,7 @@ TEST_F(DaemonTest, NoReclaimWhileBusy) {
 TEST_F(DaemonTest, DryRunWritesNothing) {
   FakeMachine machine(fx_);
   auto d = start({"--dry-run"});
-  ASSERT_TRUE(waitLog("event=reclaim_step cgroup=/ dry_run=true")) << log();
+  ASSERT_TRUE(waitLog("event=reclaim_step cgroup=/ rule=machine dry_run=true")) << log();
   ASSERT_TRUE(waitLog("event=compact dry_run=true")) << log();
   EXPECT_EQ(fx_.read("cg/memory.reclaim"), "0 swappiness=0");
   EXPECT_EQ(fx_.read("proc/sys/vm/compact_memory"), "");

@@ -1,0 +1,196 @@
+// The gradual mode's pass: judge each target idle or not, share the step budget among the
+// idle ones, write each share in chunks, compact.
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+
+#include "base/Units.h"
+#include "controller/Budget.h"
+#include "controller/Daemon.h"
+#include "controller/LogText.h"
+#include "controller/ReclaimStep.h"
+#include "policies/Step.h"
+
+namespace reclaimd::controller {
+
+using namespace std::chrono;
+
+namespace {
+
+// A pass's writes stop after this much time even if budget remains; the next tick goes on.
+// Keeps each loop turn short however slow the kernel is.
+constexpr nanoseconds kPassBudget = 1s;
+
+}  // namespace
+
+void Daemon::refreshTargets(TimePoint now) {
+  auto stats = targets_->refresh(policy_, now);
+  if (!stats) {
+    spdlog::error("event=walk_failed error={}", quoted(stats.error().message()));
+    return;
+  }
+  spdlog::debug("event=walk cgroups={} targets={} vanished={} symlinks_skipped={}", stats->cgroups, stats->targets,
+                stats->vanished, stats->symlinks);
+}
+
+void Daemon::judgeTargets() {
+  const bool announce = !policy_.rules.empty();  // without rules the root mirrors the machine
+  for (Target& t : targets_->all()) {
+    const bool systemIdle = !t.usesSystemCpu() || systemVerdict(t.gov.idle).idle();
+    const bool cgroupIdle = !t.usesCgroupCpu() || (t.cpuIdle && t.cpuVerdict.idle());
+    const bool idle = systemIdle && cgroupIdle;
+    if (idle != t.idle && announce) {
+      spdlog::info("event={} cgroup={} source={} mode={} cgroup_busy_pct={:.3f}", idle ? "target_idle" : "target_busy",
+                   t.label(), toString(t.gov.idleSource), toString(t.gov.mode), t.cpuVerdict.windowPercent);
+    }
+    if (!idle) t.period = PeriodState{};
+    t.idle = idle;
+  }
+}
+
+std::optional<std::uint64_t> Daemon::reclaimableOf(Target& t, const proc::Meminfo* mem) {
+  // The root is measured machine-wide, as the seed does (file LRUs plus reclaimable slab);
+  // below it, the file LRUs of the cgroup's subtree (not "file", which holds tmpfs).
+  if (t.isRoot()) {
+    if (mem) return mem->reclaimable();
+    auto now = readMeminfo();
+    return now ? std::optional(now->reclaimable()) : std::nullopt;
+  }
+  if (!t.cgroup) return std::nullopt;
+  auto stat = t.cgroup->memoryStat();
+  if (!stat) {
+    if (cgroup::cgroupGone(stat.error())) {
+      spdlog::debug("event=cgroup_gone cgroup={}", t.label());
+      t.cgroup.reset();
+      targets_->invalidate();
+    } else {
+      spdlog::warn("event=sample_skipped cgroup={} error={}", t.label(), quoted(stat.error().message()));
+    }
+    return std::nullopt;
+  }
+  return stat->fileCache();
+}
+
+void Daemon::gradualTick(TimePoint now, const IdleVerdict& verdict) {
+  if (!targets_) return;
+  const bool rules = !policy_.rules.empty();
+  if (targets_->all().empty() || (rules && now - targets_->lastWalk() >= kWalkPeriod)) refreshTargets(now);
+  targets_->sampleCpu(now);
+  judgeTargets();
+  auto anyActive = [&] {
+    return std::any_of(targets_->all().begin(), targets_->all().end(),
+                       [](const Target& t) { return t.idle && t.gov.mode == policies::Mode::Gradual; });
+  };
+  if (!anyActive()) return;
+  // About to write: make sure the decomposition is from this tick, so a cgroup created since
+  // the last walk under a target with another rule is never reclaimed through its parent.
+  if (rules && targets_->lastWalk() != now) {
+    refreshTargets(now);
+    judgeTargets();
+  }
+  auto mem = readMeminfo();
+  if (!mem) return;
+  const std::uint64_t freed = anyActive() ? reclaimPass(*mem) : 0;
+  // Compact after reclaim, and once on entering the machine's idle period so free memory the
+  // work left behind forms blocks the host can take.
+  const bool compactNow = freed >= policies::kMinRequestBytes || (verdict.idle() && !period_.compacted);
+  if (policy_.reclaim.compact && caps_.compactMemory && compactNow && !stop_ && !stopRequested()) compact();
+}
+
+std::uint64_t Daemon::reclaimPass(const proc::Meminfo& mem) {
+  // The machine keeps its floor whatever the targets' floors say.
+  const std::uint64_t machineRoom =
+      mem.reclaimable() > policy_.reclaim.floor ? mem.reclaimable() - policy_.reclaim.floor : 0;
+  const std::uint64_t budget = std::min(policies::stepBytes(mem.memTotal, policy_.reclaim), machineRoom);
+  auto& targets = targets_->all();
+  std::vector<Candidate> candidates;
+  for (std::size_t i = 0; i < targets.size(); ++i) {
+    Target& t = targets[i];
+    if (!t.idle || t.gov.mode != policies::Mode::Gradual) continue;
+    auto reclaimable = reclaimableOf(t, &mem);
+    if (!reclaimable) continue;
+    if (t.period.stalledAt && *reclaimable < *t.period.stalledAt + policy_.reclaim.chunk) continue;
+    candidates.push_back(Candidate{static_cast<int>(i), *reclaimable, t.gov.floor, policies::stepBytes(mem.memTotal, t.gov.steps)});
+  }
+  std::uint64_t freedTotal = 0;
+  nanoseconds left = kPassBudget;
+  for (const Share& share : shareBudget(candidates, budget, policies::kMinRequestBytes)) {
+    if (stop_ || stopRequested() || left <= 0ns) break;
+    const auto known = std::find_if(candidates.begin(), candidates.end(), [&](const Candidate& c) { return c.target == share.target; });
+    const std::int64_t freed = reclaimTarget(targets[static_cast<std::size_t>(share.target)], share.bytes, known->reclaimable, left);
+    if (freed > 0) freedTotal += static_cast<std::uint64_t>(freed);
+    if (mode_.mode != policies::Mode::Gradual) break;  // a re-probe changed the mode
+  }
+  return freedTotal;
+}
+
+std::int64_t Daemon::reclaimTarget(Target& t, std::uint64_t bytes, std::uint64_t known, nanoseconds budget) {
+  const std::string rule = t.gov.rule < 0 ? "machine" : std::to_string(t.gov.rule + 1);
+  if (options_.dryRun) {
+    spdlog::info("event=reclaim_step cgroup={} rule={} dry_run=true asked_mib={} reclaimable_mib={} floor_mib={}",
+                 t.label(), rule, formatMiB(bytes), formatMiB(known), formatMiB(t.gov.floor));
+    t.period.stalledAt = known;  // a dry run frees nothing: do not repeat each tick
+    return 0;
+  }
+  auto file = t.cgroup ? t.cgroup->reclaimFile() : Result<cgroup::ReclaimFile*>(errnoError(ENOENT, "cgroup gone"));
+  if (!file) {
+    if (!cgroup::cgroupGone(file.error())) {
+      spdlog::error("event=reclaim_step cgroup={} error={}", t.label(), quoted(file.error().message()));
+      t.period.stalledAt = known;
+    }
+    return 0;
+  }
+  const auto format = mode_.format;
+  bool first = true;
+  const StepOutcome step = runStep(
+      StepLimits{bytes, t.gov.floor, policy_.reclaim.chunk, budget},
+      [&]() -> std::optional<std::uint64_t> {
+        if (std::exchange(first, false)) return known;  // measured this tick already
+        return reclaimableOf(t, nullptr);
+      },
+      [&](std::uint64_t chunk) { return (*file)->write(chunk, format); }, [&] { return stopRequested(); },
+      [&](std::uint64_t asked, const cgroup::ReclaimWrite& w, std::int64_t freed) {
+        spdlog::debug("event=reclaim_chunk cgroup={} asked_mib={} freed_mib={} took_ms={:.1f} status={} errno={}",
+                      t.label(), formatMiB(asked), formatMiBSigned(freed), toMs(w.took), toString(w.status), w.err);
+      });
+  ++t.steps;
+  if (step.freed() > 0) t.reclaimedBytes += static_cast<std::uint64_t>(step.freed());
+  auto level = step.status == cgroup::ReclaimStatus::Failed ? spdlog::level::err : spdlog::level::info;
+  spdlog::log(level,
+              "event=reclaim_step cgroup={} rule={} asked_mib={} requested_mib={} freed_mib={} chunks={} "
+              "took_ms={:.1f} end={} status={} errno={} reclaimable_before_mib={} reclaimable_after_mib={} "
+              "floor_mib={}",
+              t.label(), rule, formatMiB(bytes), formatMiB(step.requestedBytes), formatMiBSigned(step.freed()),
+              step.chunks, toMs(step.took), toString(step.end), toString(step.status), step.err,
+              formatMiB(step.before), formatMiB(step.after), formatMiB(t.gov.floor));
+  // Asked and (almost) nothing freed — EAGAIN, or cache regrowing as fast as it goes: pause
+  // this target until its cache grows by a chunk, so it cannot hold the whole budget every
+  // pass while other idle targets wait.
+  if (step.requestedBytes >= policies::kMinRequestBytes && step.freed() < static_cast<std::int64_t>(policies::kMinRequestBytes)) {
+    t.period.stalledAt = step.after;
+  }
+  switch (step.status) {
+    case cgroup::ReclaimStatus::Done:
+    case cgroup::ReclaimStatus::Interrupted:
+    case cgroup::ReclaimStatus::Partial: break;
+    case cgroup::ReclaimStatus::Unsupported: {
+      const EffectiveMode was = mode_;
+      applyProbe("EINVAL from memory.reclaim");
+      if (mode_ == was) {
+        // The probe still believes in this format: do not send the kernel the same EINVAL
+        // every tick; stop reclaiming until a reload or restart.
+        mode_ = chooseMode(policies::Mode::DropCache, caps_, !policy_.rules.empty());
+        mode_.fellBack = true;
+        spdlog::warn("event=mode effective={} reason=\"memory.reclaim rejected a request with EINVAL after a "
+                     "re-probe accepted its format\"",
+                     toString(mode_.mode));
+      }
+      break;
+    }
+    case cgroup::ReclaimStatus::Gone: targets_->invalidate(); break;
+    case cgroup::ReclaimStatus::Failed: t.period.stalledAt = step.after; break;
+  }
+  return step.freed();
+}
+
+}  // namespace reclaimd::controller
