@@ -94,6 +94,7 @@ class Daemon {
   UniqueFd cgroupRoot_;
   std::optional<Targets> targets_;
   std::chrono::nanoseconds tick_{10'000'000};  // one USER_HZ tick; set from sysconf
+  double overshoot_ = 0;  // freed per byte asked, learned from the kernel (ReclaimStep.h)
 
   bool stop_ = false;
   int exitCode_ = 0;

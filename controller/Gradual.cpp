@@ -143,7 +143,7 @@ std::int64_t Daemon::reclaimTarget(Target& t, std::uint64_t bytes, std::uint64_t
   const auto format = mode_.format;
   bool first = true;
   const StepOutcome step = runStep(
-      StepLimits{bytes, t.gov.floor, policy_.reclaim.chunk, budget},
+      StepLimits{bytes, t.gov.floor, policy_.reclaim.chunk, budget, overshoot_},
       [&]() -> std::optional<std::uint64_t> {
         if (std::exchange(first, false)) return known;  // measured this tick already
         return reclaimableOf(t, nullptr);
@@ -153,6 +153,7 @@ std::int64_t Daemon::reclaimTarget(Target& t, std::uint64_t bytes, std::uint64_t
         spdlog::debug("event=reclaim_chunk cgroup={} asked_mib={} freed_mib={} took_ms={:.1f} status={} errno={}",
                       t.label(), formatMiB(asked), formatMiBSigned(freed), toMs(w.took), toString(w.status), w.err);
       });
+  overshoot_ = step.overshoot;
   ++t.steps;
   if (step.freed() > 0) t.reclaimedBytes += static_cast<std::uint64_t>(step.freed());
   auto level = step.status == cgroup::ReclaimStatus::Failed ? spdlog::level::err : spdlog::level::info;

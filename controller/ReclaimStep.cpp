@@ -28,7 +28,7 @@ StepOutcome runStep(const StepLimits& limits, const Measure& measure, const Chun
   }
   out.before = out.after = *current;
   // Freed per byte asked, as last seen: 1.0 on kernels that reclaim what they are asked.
-  double overshoot = 1.0;
+  double overshoot = limits.overshoot;
   for (;;) {
     if (out.requestedBytes >= limits.stepBytes) {
       out.end = StepEnd::Asked;
@@ -43,7 +43,7 @@ StepOutcome runStep(const StepLimits& limits, const Measure& measure, const Chun
       break;
     }
     const std::uint64_t above = out.after > limits.floor ? out.after - limits.floor : 0;
-    const auto aim = static_cast<std::uint64_t>(static_cast<double>(above) / overshoot);
+    const auto aim = overshoot > 0 ? static_cast<std::uint64_t>(static_cast<double>(above) / overshoot) : above / 2;
     const std::uint64_t ask = std::min({limits.chunk, limits.stepBytes - out.requestedBytes, aim});
     if (ask < policies::kMinRequestBytes) {
       out.end = StepEnd::Floor;
@@ -61,7 +61,7 @@ StepOutcome runStep(const StepLimits& limits, const Measure& measure, const Chun
     const auto freed = static_cast<std::int64_t>(was) - static_cast<std::int64_t>(out.after);
     if (report) report(ask, w, freed);
     // Only a full chunk says how this kernel overshoots; EAGAIN means it ran out instead.
-    if (w.status == cgroup::ReclaimStatus::Done && freed > static_cast<std::int64_t>(ask)) {
+    if (w.status == cgroup::ReclaimStatus::Done && freed > 0) {
       overshoot = std::clamp(static_cast<double>(freed) / static_cast<double>(ask), 1.0, 2.0);
     }
     if (w.status != cgroup::ReclaimStatus::Done) {
@@ -73,6 +73,7 @@ StepOutcome runStep(const StepLimits& limits, const Measure& measure, const Chun
       break;
     }
   }
+  out.overshoot = overshoot;
   return out;
 }
 

@@ -27,6 +27,9 @@ struct StepLimits {
   std::uint64_t floor = 0;      // never ask for what would take the target under this
   std::uint64_t chunk = 0;      // largest single request
   std::chrono::nanoseconds budget{0};  // write time after which the step yields (>= 1 chunk)
+  // Freed per byte asked, as learned from earlier steps (a property of the kernel); 0 when not
+  // known yet: the first chunk then aims at half the distance to the floor, to learn it.
+  double overshoot = 0;
 };
 
 enum class StepEnd {
@@ -49,6 +52,7 @@ struct StepOutcome {
   int err = 0;                                                 // of the last chunk
   std::chrono::nanoseconds took{0};  // time spent in writes
   StepEnd end = StepEnd::Asked;
+  double overshoot = 0;  // as learned by the end of this step (0: still unknown)
 
   std::int64_t freed() const { return static_cast<std::int64_t>(before) - static_cast<std::int64_t>(after); }
 };
