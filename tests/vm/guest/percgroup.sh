@@ -1,0 +1,65 @@
+#!/bin/sh
+# Issue 3 on a real kernel: per-cgroup rules and per-cgroup idleness.
+# idle.slice, busy.slice and kept.slice each read 100 MiB of files (charged to them). A CPU-bound
+# loop then runs in busy.slice (so the machine is never idle either), while cgroups are created and
+# removed under the root and under idle.slice. Expected: idle.slice (idle source cgroup) is
+# reclaimed to its 32M floor; busy.slice (idle source cgroup, busy) and kept.slice (disabled)
+# keep their cache; nothing is written at the root; no errors.
+. /test/lib.sh
+G=${GRACE:-15}
+R=/sys/fs/cgroup
+mkdir $R/idle.slice $R/busy.slice $R/kept.slice
+policy "idle:
+  grace: ${G}s
+rules:
+  - match: idle.slice
+    idle_source: cgroup
+    floor: 32M
+  - match: busy.slice
+    idle_source: cgroup
+    floor: 32M
+  - match: kept.slice
+    mode: disabled"
+
+# inside CGROUP CMD...: runs CMD inside cgroup CGROUP (a child shell moves itself, then execs).
+inside() {
+	_cg=$1
+	shift
+	sh -c "echo \$\$ >$R/$_cg/cgroup.procs && exec $*"
+}
+
+scenario percgroup
+reclaimd --config /tmp/policy.yaml --log-level debug &
+PID=$!
+sleep 2
+inside idle.slice cat /data/file0 >/dev/null
+mark idle_read_end
+inside busy.slice cat /data/file1 >/dev/null
+inside kept.slice cat /data/file2 >/dev/null
+mark fill_end
+for s in idle.slice busy.slice kept.slice; do cgmem after_fill $s; done
+inside busy.slice "sh -c 'while :; do :; done'" &
+BUSY=$!
+
+# Cgroups come and go while reclaimd walks and reclaims.
+(
+	i=0
+	while [ $i -lt 60 ]; do
+		mkdir $R/churn-$i $R/idle.slice/job-$i 2>/dev/null
+		[ $i -ge 3 ] && rmdir $R/churn-$((i - 3)) $R/idle.slice/job-$((i - 3)) 2>/dev/null
+		i=$((i + 1))
+		sleep 0.4
+	done
+	rmdir $R/churn-* $R/idle.slice/job-* 2>/dev/null
+	mark churn_done
+) &
+CHURN=$!
+
+sleep $((G + 14))
+wait $CHURN
+for s in idle.slice busy.slice kept.slice; do cgmem after_wait $s; done
+mem after_wait
+kill $BUSY
+kill -TERM $PID
+wait $PID
+echo "@@EXIT percgroup code=$?"
