@@ -1,0 +1,672 @@
+#!/usr/bin/env python3
+"""The seed's results table (microsoft/WSL PR 41096) for reclaimd, on real kernels under QEMU.
+
+One VM boot per kernel and configuration runs the phases in order (guest/bench.sh):
+  warm     read a 128 MiB tree, then WARM_CYCLES x (pause shorter than the grace, timed reread)
+  build    read a 768 MiB source tree, compress 24 of its 64 directories (the CPU-busy part,
+           ~1 min), write ~150 MiB, sync
+  long     idle for the long stretch (15 min at full scale)
+  archive  stream 640 MiB of large files through tar
+  short    idle for grace + 60 s (scaled): long enough for the archive's cut
+The host samples QEMU's RSS every second (what the host sees, with virtio-balloon free page
+reporting) and the guest's memory through the balloon's statistics (hostmon.py), and reads
+the guest's markers and reclaimd's log from the serial port (both on one host clock).
+
+Time scaling: --scale F multiplies the grace period (2 min), the warm pause (60 s) and the idle
+stretches (15 min, grace + 60 s); --full is --scale 1. The workloads are not scaled (--smoke
+only compresses fewer directories so the CPU-busy part is short).
+
+    python3 tests/bench/bench.py --reclaimd build/controller/reclaimd --smoke      # ~3.5 min
+    python3 tests/bench/bench.py --reclaimd build/controller/reclaimd --full       # see --plan
+
+Writes to --out (default /tmp/reclaimd-bench): samples.csv, events.csv, figures.csv,
+table.md, plot-<kernel>.png, logs/. Exit status 1 if a sanity check fails (--smoke checks
+that the pipeline ran and the numbers are sane; the targets are reported, not asserted).
+"""
+import argparse
+import csv
+import datetime
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "vm"))
+sys.path.insert(0, HERE)
+import hostmon  # noqa: E402
+import image  # noqa: E402
+import kernels  # noqa: E402
+import scenario  # noqa: E402
+import vmext  # noqa: E402
+
+MEM_MIB = 3072
+FLOOR_MIB = 128
+THRESHOLD_PCT = 0.5
+# Full-scale durations (seconds), all multiplied by --scale.
+GRACE, PAUSE, LONG, SHORT = 120.0, 60.0, 900.0, 180.0
+INTERVAL = 10.0  # the idle detector's current interval; never scaled, only capped at the grace
+
+
+def _dur(seconds):
+    return f"{int(round(seconds * 1000))}ms"
+
+
+def _idle_keys(grace, extra=()):
+    lines = ["idle:", f"  grace: {_dur(grace)}"]
+    if grace < INTERVAL:  # interval <= grace is required; at full scale the defaults stand
+        lines.append(f"  interval: {_dur(grace)}")
+    return lines + list(extra)
+
+
+def _seed_timing(grace):
+    tick = min(INTERVAL, grace)  # WSL samples every 10 s and judges over the same 10 s
+    return [f"  interval: {_dur(tick)}", f"  sample_period: {_dur(tick)}", "  predict: false"]
+
+
+# Configurations, in table order: name -> (description, policy lines for a grace, or None for
+# no controller). The per-cgroup and pressure variants go here when their policy keys land,
+# e.g. "gradual-cgroups": ("gradual per cgroup", lambda g: ["mode: gradual", ...]).
+CONFIGS = {
+    "none": ("no controller", None),
+    "dropcache": ("dropcache", lambda g: ["mode: dropcache"] + _idle_keys(g)),
+    "gradual": ("gradual (default policy)", lambda g: ["mode: gradual"] + _idle_keys(g)),
+    "seed-gradual": ("gradual, WSL's fixed 10 s ticks",
+                     lambda g: ["mode: gradual", "idle:", f"  grace: {_dur(g)}"] + _seed_timing(g)),
+}
+
+
+class Boot:
+    """What one VM boot printed, host-stamped, with the host samples."""
+
+    def __init__(self, kernel, config):
+        self.kernel, self.config = kernel, config
+        self.lines = []       # (t, phase, text)
+        self.phase = None
+        self.samples = []
+        self.result = None
+        self.release = None
+
+    def add(self, text):
+        t = time.monotonic()
+        text = text.rstrip("\r\n")
+        if text.startswith("@@PHASE "):
+            self.phase = text.split()[1]
+        self.lines.append((t, self.phase, text))
+
+    def parsed(self, prefix, phase=None):
+        """[(t, name, fields)] of lines starting with prefix (e.g. "@@MARK")."""
+        out = []
+        for t, ph, text in self.lines:
+            if text.startswith(prefix + " ") and (phase is None or ph == phase):
+                rest = text[len(prefix) + 1:]
+                name, _, tail = rest.partition(" ")
+                out.append((t, name, scenario.fields(tail)))
+        return out
+
+    def mark(self, name, phase=None):
+        for t, n, f in self.parsed("@@MARK", phase):
+            if n == name:
+                return t, f
+        return None, {}
+
+    def mem(self, label, phase=None):
+        for t, n, f in self.parsed("@@MEM", phase):
+            if n == label:
+                return t, {k: int(v) for k, v in f.items() if v.isdigit()}
+        return None, {}
+
+    def events(self, name=None, phase=None):
+        out = []
+        for t, ph, text in self.lines:
+            if " event=" in text and (phase is None or ph == phase):
+                f = scenario.fields(text)
+                if name is None or f.get("event") == name:
+                    out.append((t, f))
+        return out
+
+    def sample_at(self, t):
+        """The sample nearest to host time t."""
+        return min(self.samples, key=lambda s: abs(s.t - t)) if self.samples else None
+
+    def cache_offset_kib(self):
+        """The balloon's page-cache figure (NR_FILE_PAGES) also counts the initramfs (rootfs
+        pages, never on the LRU) and shmem: its excess over the guest's own
+        Active(file)+Inactive(file), taken where the guest was quiet (boot, ends of idle
+        stretches; median). Constant over a boot."""
+        diffs = []
+        for t, name, f in self.parsed("@@MEM"):
+            if name == "boot" or name.endswith("long_end") or name.endswith("short_end"):
+                after = [s for s in self.samples if s.t >= t + 0.6 and s.guest_cache_kib >= 0]
+                if after and "file_kib" in f:
+                    diffs.append(after[0].guest_cache_kib - int(f["file_kib"]))
+        return statistics.median(diffs) if diffs else 0
+
+    def sample_within(self, t, t_end):
+        """The sample nearest to t, if t is inside the sampled span and before t_end."""
+        if not self.samples or t > t_end or t > self.samples[-1].t + 1:
+            return None
+        return self.sample_at(t)
+
+
+def run_boot(args, kernel, config, plan, durations, out):
+    grace, pause, long_s, short_s = durations
+    boot = Boot(kernel, config)
+    log_dir = os.path.join(out, "logs", f"{kernel}-{config}")
+    adds = [(args.reclaimd, "/usr/bin/reclaimd"),
+            (os.path.join(HERE, "..", "vm", "guest", "lib.sh"), "/test/lib.sh")]
+    policy_fn = CONFIGS[config][1]
+    os.makedirs(log_dir, exist_ok=True)
+    if policy_fn:
+        pol = os.path.join(log_dir, "policy.yaml")
+        with open(pol, "w") as f:
+            f.write("\n".join(policy_fn(grace)) + "\n")
+        adds.append((pol, "/etc/bench/policy.yaml"))
+    env = {"CONFIG": config, "PHASES": " ".join(plan), "GRACE_MS": int(grace * 1000),
+           "PAUSE_MS": int(pause * 1000), "LONG_MS": int(long_s * 1000),
+           "SHORT_MS": int(short_s * 1000), "WARM_CYCLES": args.warm_cycles,
+           "BUILD_GZIP": args.build_gzip, "ARCHIVE_FILES": args.archive_files}
+    mon = hostmon.HostMonitor(MEM_MIB)
+    budget = plan_seconds(plan, durations, args) + 600
+    boot.release = kernels.ensure(kernel).release
+    boot.result = vmext.run(os.path.join(HERE, "guest", "bench.sh"), kernel=kernel, add=adds,
+                            disk=image.ensure(), mem_mib=MEM_MIB, env=env, timeout=budget,
+                            log_dir=log_dir, on_line=boot.add, on_qemu_start=mon.attach,
+                            echo=args.verbose)
+    mon.stop()
+    boot.samples = mon.samples
+    if mon.errors:
+        print(f"bench: {kernel} {config}: QMP errors: {mon.errors[:3]}", file=sys.stderr)
+    return boot
+
+
+def save_raw(out, boot):
+    """Everything a boot gave, so --report can redo figures, table and plot without rerunning."""
+    os.makedirs(os.path.join(out, "raw"), exist_ok=True)
+    r = boot.result
+    with open(os.path.join(out, "raw", f"{boot.kernel}-{boot.config}.json"), "w") as fh:
+        json.dump({"kernel": boot.kernel, "config": boot.config, "release": boot.release,
+                   "result": list(r) if r else None, "lines": boot.lines,
+                   "samples": [list(s) for s in boot.samples]}, fh)
+
+
+def load_raw(path):
+    with open(path) as fh:
+        d = json.load(fh)
+    b = Boot(d["kernel"], d["config"])
+    b.release = d["release"]
+    b.result = vmext.vm.Result(*d["result"]) if d["result"] else None
+    b.lines = [tuple(x) for x in d["lines"]]
+    b.samples = [hostmon.Sample(*x) for x in d["samples"]]
+    return b
+
+
+# ---- figures ------------------------------------------------------------------------------
+
+def _first_below(samples, t0, t1, limit_kib):
+    for s in samples:
+        if t0 <= s.t <= t1 and s.rss_kib <= limit_kib:
+            return s.t - t0
+    return None
+
+
+def scenario_figures(boot, phase, idle_phase, grace):
+    """Figures for the work phase `phase` ("build"/"archive") and the idle that follows."""
+    f = {"kernel": boot.kernel, "release": boot.release, "config": boot.config,
+         "scenario": phase}
+    ws, _ = boot.mark("work_start", phase)
+    we, _ = boot.mark("work_end", phase)
+    ie, _ = boot.mark(f"{idle_phase}_end", idle_phase)
+    if ws is None or we is None or ie is None or not boot.samples:
+        f["error"] = "phase incomplete"
+        return f
+    f["work_s"] = we - ws
+    f["idle_s"] = ie - we
+    grace_end = we + grace
+    # reclaim start: the first action after the work, at its start (lines come at the end)
+    acts = [(t - float(e.get("took_ms", 0)) / 1000, e.get("event")) for t, e in
+            boot.events(phase=idle_phase) if e.get("event") in ("reclaim_step", "dropcache")]
+    if acts:
+        f["reclaim_start_after_grace_s"] = acts[0][0] - grace_end
+        f["first_action"] = acts[0][1]
+    entered = boot.events("idle_entered", idle_phase)
+    if entered:
+        f["idle_entered_after_grace_s"] = entered[0][0] - grace_end
+    f["actions"] = len(acts)
+    # host footprint
+    before = [s for s in boot.samples if s.t <= ws]
+    base = before[-1] if before else boot.samples[0]
+    peak = boot.sample_at(we)
+    end = [s for s in boot.samples if s.t <= ie][-1]
+    f["footprint_before_mib"] = base.rss_kib / 1024
+    f["footprint_work_end_mib"] = peak.rss_kib / 1024
+    f["footprint_end_mib"] = end.rss_kib / 1024
+    f["ram_rss_end_mib"] = end.ram_rss_kib / 1024
+    f["cut50_s"] = _first_below(boot.samples, we, ie, peak.rss_kib * 0.5)
+    f["cut50_added_s"] = _first_below(boot.samples, we, ie,
+                                      base.rss_kib + 0.5 * (peak.rss_kib - base.rss_kib))
+    at = boot.sample_within(we + grace + 30, ie)
+    if at:
+        f["footprint_grace30_mib"] = at.rss_kib / 1024
+    off = boot.cache_offset_kib()
+    at = boot.sample_within(we + grace + 20, ie)
+    if at and at.guest_cache_kib >= 0:
+        f["cache_grace20_mib"] = (at.guest_cache_kib - off) / 1024
+    at = boot.sample_within(we + grace - 2, ie)
+    if at and at.guest_cache_kib >= 0:
+        f["cache_before_grace_mib"] = (at.guest_cache_kib - off) / 1024
+    # guest memory at the ends (in-guest meminfo)
+    _, m0 = boot.mem("work_end", phase)
+    _, m1 = boot.mem(f"{idle_phase}_end", idle_phase)
+    if m0 and m1:
+        f["file_work_end_mib"] = m0["file_kib"] / 1024
+        f["file_end_mib"] = m1["file_kib"] / 1024
+        f["reclaimable_end_mib"] = m1["reclaimable_kib"] / 1024
+        f["used_end_mib"] = (m1["total_kib"] - m1["free_kib"]) / 1024
+    # guest CPU over the idle stretch
+    c = {n: fl for _, n, fl in boot.parsed("@@CPU", idle_phase)}
+    a, b = c.get(f"{idle_phase}_start"), c.get(f"{idle_phase}_end")
+    if a and b:
+        busy = int(b["busy"]) - int(a["busy"])
+        total = busy + int(b["idle"]) - int(a["idle"])
+        f["idle_busy_pct"] = 100.0 * busy / total if total else None
+    return f
+
+
+def warm_figures(boot):
+    f = {"kernel": boot.kernel, "config": boot.config}
+    times, gtimes, disk = [], [], []
+    d = {n: int(fl["read_sectors"]) for _, n, fl in boot.parsed("@@DISK", "warm")}
+    i = 1
+    while True:
+        a, fa = boot.mark(f"reread_{i}_start", "warm")
+        b, fb = boot.mark(f"reread_{i}_end", "warm")
+        if a is None or b is None:
+            break
+        times.append(b - a)
+        gtimes.append((int(fb["t_ms"]) - int(fa["t_ms"])) / 1000)
+        disk.append((d.get(f"reread_{i}_end", 0) - d.get(f"reread_{i}_start", 0)) * 512 / 2**20)
+        i += 1
+    if times:
+        # best of the cycles: the cores are shared, and a slow outlier is the host's, not the
+        # cache's (the disk column says whether the cache survived the pause)
+        f["reread_s"] = min(times)
+        f["reread_guest_s"] = min(gtimes)
+        f["reread_all_s"] = " ".join(f"{x:.3f}" for x in times)
+        f["reread_disk_mib"] = max(disk)
+    f["warm_actions"] = len([1 for _, e in boot.events(phase="warm")
+                             if e.get("event") in ("reclaim_step", "dropcache")])
+    return f
+
+
+def reclaimd_figures(boot):
+    r = boot.parsed("@@RECLAIMD")
+    ex = boot.parsed("@@EXIT")
+    if not r:
+        return {}
+    fl = r[0][2]
+    return {"reclaimd_cpu_s": (int(fl["utime"]) + int(fl["stime"])) / 100,
+            "reclaimd_hwm_mib": int(fl["hwm_kib"]) / 1024,
+            "reclaimd_exit": ex[0][2].get("code") if ex else None}
+
+
+# ---- output -------------------------------------------------------------------------------
+
+def write_csvs(out, boots, rows):
+    with open(os.path.join(out, "samples.csv"), "w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(["kernel", "config", "t_boot_s", "t_build_end_s", "rss_mib", "ram_rss_mib",
+                    "guest_used_mib", "guest_file_mib"])
+        for b in boots:
+            if not b.samples:
+                continue
+            t0 = b.samples[0].t
+            we, _ = b.mark("work_end", "build")
+            off = b.cache_offset_kib()
+            for s in b.samples:
+                used = (s.guest_total_kib - s.guest_free_kib) / 1024 if s.guest_total_kib > 0 else ""
+                cache = (s.guest_cache_kib - off) / 1024 if s.guest_cache_kib >= 0 else ""
+                w.writerow([b.kernel, b.config, f"{s.t - t0:.2f}",
+                            f"{s.t - we:.2f}" if we else "", f"{s.rss_kib / 1024:.1f}",
+                            f"{s.ram_rss_kib / 1024:.1f}",
+                            f"{used:.1f}" if used != "" else "", f"{cache:.1f}" if cache != "" else ""])
+    with open(os.path.join(out, "events.csv"), "w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(["kernel", "config", "t_boot_s", "phase", "line"])
+        for b in boots:
+            t0 = b.samples[0].t if b.samples else 0
+            for t, ph, text in b.lines:
+                if text.startswith("@@") or " event=" in text:
+                    w.writerow([b.kernel, b.config, f"{t - t0:.3f}", ph or "", text])
+    keys = []
+    for r in rows:
+        keys += [k for k in r if k not in keys]
+    with open(os.path.join(out, "figures.csv"), "w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=keys)
+        w.writeheader()
+        for r in rows:
+            w.writerow({k: (f"{v:.3f}" if isinstance(v, float) else v) for k, v in r.items()})
+
+
+def _fmt(v, spec="{:.1f}", none="-"):
+    return none if v is None else spec.format(v)
+
+
+def _derive(rows):
+    """Cells that combine figures: footprint pairs, cache pairs, reread ratio to no controller."""
+    base = {r["kernel"]: r.get("reread_s") for r in rows
+            if r.get("scenario") == "warm" and r["config"] == "none"}
+    for r in rows:
+        if "footprint_before_mib" in r:
+            r["_fp_pair"] = f"{r['footprint_before_mib']:.0f} / {r['footprint_work_end_mib']:.0f}"
+        if "file_end_mib" in r:
+            r["_cache_pair"] = f"{r['file_end_mib']:.0f} / {r['reclaimable_end_mib']:.0f}"
+        if r.get("scenario") == "warm" and r.get("reread_s") and base.get(r["kernel"]):
+            r["reread_ratio"] = r["reread_s"] / base[r["kernel"]]
+
+
+def render_table(rows, configs, grace, scenarios_done):
+    """Markdown: one table per kernel, metrics as rows, configurations as columns."""
+    _derive(rows)
+    out = []
+    for kernel in sorted({r["kernel"] for r in rows}, reverse=True):
+        get = {(r["config"], r.get("scenario")): r for r in rows if r["kernel"] == kernel}
+        rel = next((r.get("release") for r in rows if r["kernel"] == kernel and r.get("release")), kernel)
+        out.append(f"**Linux {rel}**, grace {grace:g} s, guest 3 GiB / 1 vCPU (QEMU TCG), "
+                   f"footprint = QEMU RSS with free page reporting\n")
+        out.append("| metric | " + " | ".join(configs) + " |")
+        out.append("|---|" + "---|" * len(configs))
+
+        def row(label, scen, key, spec="{:.1f}", none="-"):
+            cells = [_fmt(get.get((c, scen), {}).get(key), spec, none) for c in configs]
+            out.append(f"| {label} | " + " | ".join(cells) + " |")
+
+        for scen, name in (("build", "Build"), ("archive", "Archive")):
+            if scen not in scenarios_done:
+                continue
+            idle = get.get((configs[0], scen), {}).get("idle_s")
+            row(f"{name}: reclaim start after grace end, s (target < 1)", scen,
+                "reclaim_start_after_grace_s", "{:+.2f}", "none")
+            row(f"{name}: 50 % footprint cut after work end, s (target {grace + 10:g})", scen,
+                "cut50_s", "{:.0f}", "never")
+            row(f"{name}: half of the work's footprint returned, s", scen, "cut50_added_s",
+                "{:.0f}", "never")
+            row(f"{name}: footprint before work / at work end, MiB", scen, "_fp_pair", "{}")
+            row(f"{name}: footprint at grace + 30 s, MiB", scen, "footprint_grace30_mib", "{:.0f}")
+            row(f"{name}: guest file cache at grace + 20 s, MiB", scen, "cache_grace20_mib", "{:.0f}")
+            row(f"{name}: footprint after {_fmt(idle, '{:.0f}')} s idle, MiB", scen,
+                "footprint_end_mib", "{:.0f}")
+            row(f"{name}: guest file cache / reclaimable at the end, MiB "
+                f"(gradual target <= {FLOOR_MIB * 1.05:.0f})", scen, "_cache_pair", "{}")
+            row(f"{name}: guest CPU busy over the idle stretch, % (idle <= {THRESHOLD_PCT})",
+                scen, "idle_busy_pct", "{:.3f}")
+        if "warm" in scenarios_done:
+            row(f"Warm reread after a {grace / 2:g} s pause, s (best of the cycles)", "warm", "reread_s", "{:.3f}")
+            row("Warm reread: ratio to no controller (target <= 1.02)", "warm", "reread_ratio", "{:.3f}")
+            row("Warm reread: MiB read from disk", "warm", "reread_disk_mib", "{:.1f}")
+        row("reclaimd CPU time over the boot, s", "boot", "reclaimd_cpu_s", "{:.2f}", "n/a")
+        row("reclaimd peak RSS (VmHWM), MiB", "boot", "reclaimd_hwm_mib", "{:.1f}", "n/a")
+        out.append("")
+    return "\n".join(out) + "\n"
+
+
+def plot(out, boots, kernel, grace, configs, scenarios_done, title):
+    """PNG: host footprint and guest file cache against time since the end of each work phase."""
+    ddir = os.path.join(out, "plot-data")
+    os.makedirs(ddir, exist_ok=True)
+    cols = [s for s in ("build", "archive") if s in scenarios_done]
+    marks = {}
+    for b in boots:
+        if b.kernel != kernel:
+            continue
+        off = b.cache_offset_kib()
+        for scen in cols:
+            we, _ = b.mark("work_end", scen)
+            if we is None:
+                continue
+            ws, _ = b.mark("work_start", scen)
+            idle_phase = next((p for t, p, x in b.lines if p in ("long", "short") and t > we), None)
+            ie, _ = b.mark(f"{idle_phase}_end", idle_phase) if idle_phase else (None, None)
+            start = ws - 5 if scen == "archive" else (b.samples[0].t if b.samples else ws)
+            stop = ie if ie else b.samples[-1].t
+            with open(os.path.join(ddir, f"{kernel}-{b.config}-{scen}.dat"), "w") as fh:
+                for s in b.samples:
+                    if start <= s.t <= stop + 1:
+                        cache = (s.guest_cache_kib - off) / 1024 if s.guest_cache_kib >= 0 else "NaN"
+                        fh.write(f"{s.t - we:.2f} {s.rss_kib / 1024:.1f} {cache}\n")
+            if b.config == configs[0]:
+                marks[scen] = {"work": ws - we}
+                if scen == "build":
+                    wa, _ = b.mark("warm_start", "warm")
+                    if wa:
+                        marks[scen]["warm"] = wa - we
+    png = os.path.join(out, f"plot-{kernel}.png")
+    gp = [f'set terminal pngcairo size {700 * len(cols)},760 font "sans,9"',
+          f'set output "{png}"', "set datafile missing 'NaN'",
+          f'set multiplot layout 2,{len(cols)} title "{title}"',
+          "set grid", "set key top right", "set xlabel 'seconds since the end of the work'"]
+    colours = ["#444444", "#d62728", "#1f77b4", "#2ca02c", "#9467bd", "#ff7f0e"]
+    for panel, (col, ylabel) in enumerate(((2, "host: QEMU RSS, MiB"), (3, "guest file cache, MiB"))):
+        for scen in cols:
+            m = marks.get(scen, {})
+            gp.append("unset arrow; unset label; unset object")
+            gp.append(f"set object 1 rect from {m.get('work', 0):.1f}, graph 0 to 0, graph 1 "
+                      "fc rgb '#f0e0c0' fs solid 0.5 noborder behind")
+            gp.append(f"set label 1 '{scen}' at {m.get('work', 0):.1f}, graph 0.97 left offset 0.3,0")
+            if "warm" in m:
+                gp.append(f"set object 2 rect from {m['warm']:.1f}, graph 0 to {m['work']:.1f}, graph 1 "
+                          "fc rgb '#e0ecf8' fs solid 0.5 noborder behind")
+                gp.append(f"set label 2 'warm reread' at {m['warm']:.1f}, graph 0.97 left offset 0.3,0")
+            gp.append(f"set arrow 1 from {grace:g}, graph 0 to {grace:g}, graph 1 nohead dt 2 lc rgb '#888888'")
+            gp.append(f"set label 3 'grace end' at {grace:g}, graph 0.9 left offset 0.3,0 tc rgb '#666666'")
+            gp.append(f"set ylabel '{ylabel}'")
+            gp.append(f"set title '{scen}: {'footprint on the host' if panel == 0 else 'guest page cache (balloon stats)'}'")
+            gp.append("set yrange [0:*]")
+            parts = []
+            for i, c in enumerate(configs):
+                dat = os.path.join(ddir, f"{kernel}-{c}-{scen}.dat")
+                if os.path.exists(dat):
+                    parts.append(f"'{dat}' using 1:{col} with lines lw 1.5 lc rgb '{colours[i % len(colours)]}' title '{c}'")
+            gp.append("plot " + ", ".join(parts) if parts else "plot 0 notitle")
+    gp.append("unset multiplot")
+    script = os.path.join(out, f"plot-{kernel}.gp")
+    with open(script, "w") as fh:
+        fh.write("\n".join(gp) + "\n")
+    r = subprocess.run(["gnuplot", script], capture_output=True, text=True)
+    if r.returncode != 0:
+        print(f"bench: gnuplot failed: {r.stderr.strip()[:500]}", file=sys.stderr)
+        return None
+    return png
+
+
+# ---- checks -------------------------------------------------------------------------------
+
+def sanity(rows, boots, configs, grace, plan):
+    c = scenario.Checks("bench sanity")
+    for b in boots:
+        r = b.result
+        c.check(r is not None and r.code == 0, f"{b.kernel} {b.config}: VM ran the phases "
+                f"({r.outcome if r else '-'}, exit {r.code if r else '-'}, logs {r.log_dir if r else '-'})")
+        with_stats = [s for s in b.samples if s.guest_total_kib > 0]
+        c.check(len(b.samples) > 10 and len(with_stats) >= 0.8 * len(b.samples),
+                f"{b.kernel} {b.config}: host samples {len(b.samples)}, with balloon stats {len(with_stats)}")
+        rc = reclaimd_figures(b)
+        if CONFIGS[b.config][1]:
+            c.check(rc.get("reclaimd_exit") == "0", f"{b.kernel} {b.config}: reclaimd ran and exited 0 "
+                    f"(exit {rc.get('reclaimd_exit')})")
+    for r in rows:
+        k, cfg, scen = r["kernel"], r["config"], r.get("scenario")
+        who = f"{k} {cfg} {scen}"
+        if scen == "warm":
+            c.check(r.get("warm_actions") == 0, f"{who}: nothing reclaimed during the pauses")
+            c.check(r.get("reread_disk_mib", 99) < 4, f"{who}: rereads came from the cache "
+                    f"({r.get('reread_disk_mib')} MiB from disk)")
+            continue
+        if scen not in ("build", "archive"):
+            continue
+        if not c.check("error" not in r, f"{who}: phase complete"):
+            continue
+        if scen == "build":
+            c.check(r.get("file_work_end_mib", 0) >= 800,
+                    f"{who}: the work filled the cache ({r.get('file_work_end_mib', 0):.0f} MiB file)")
+        grew = r["footprint_work_end_mib"] - r["footprint_before_mib"]
+        c.check(scen == "archive" or grew >= 600, f"{who}: footprint grew with the work (+{grew:.0f} MiB)")
+        if cfg == "none":
+            c.check(r.get("idle_busy_pct") is not None and r["idle_busy_pct"] <= THRESHOLD_PCT,
+                    f"{who}: the idle stretch is idle to a detector ({_fmt(r.get('idle_busy_pct'), '{:.3f}')} % busy)")
+            c.check(r.get("actions") == 0, f"{who}: nothing reclaimed")
+            c.check(r["footprint_end_mib"] >= 0.9 * r["footprint_work_end_mib"],
+                    f"{who}: footprint kept ({r['footprint_end_mib']:.0f} of {r['footprint_work_end_mib']:.0f} MiB)")
+            continue
+        d = r.get("reclaim_start_after_grace_s")
+        tick = min(INTERVAL, grace) if cfg == "seed-gradual" else 1.0
+        c.check(d is not None and -0.01 * grace - 0.1 <= d <= tick + 1.0,
+                f"{who}: reclaim started {_fmt(d, '{:+.2f}')} s after the grace period ended")
+        c.check(r.get("cut50_added_s") is not None,
+                f"{who}: half of the work's footprint returned ({_fmt(r.get('cut50_added_s'), '{:.1f}')} s)")
+        if cfg in ("gradual", "seed-gradual"):
+            c.check(r.get("reclaimable_end_mib", 1e9) <= FLOOR_MIB * 1.5,
+                    f"{who}: reclaimable near the floor at the end ({_fmt(r.get('reclaimable_end_mib'))} MiB)")
+        if cfg == "dropcache":
+            c.check(r.get("file_end_mib", 1e9) <= 100, f"{who}: cache dropped ({_fmt(r.get('file_end_mib'))} MiB)")
+    return c
+
+
+# ---- main ---------------------------------------------------------------------------------
+
+def plan_seconds(plan, durations, args):
+    grace, pause, long_s, short_s = durations
+    per = {"warm": 2 + args.warm_cycles * (pause + 0.6), "build": 8 + args.build_gzip * 2.5,
+           "archive": 2 + 1.7 * args.archive_files, "long": long_s, "short": short_s}
+    return 6 + sum(per[p] for p in plan)
+
+
+def boot_rows(b, plan, grace):
+    rows = [{"kernel": b.kernel, "release": b.release, "config": b.config, "scenario": "boot",
+             **reclaimd_figures(b)}]
+    if "warm" in plan:
+        rows.append({"scenario": "warm", **warm_figures(b)})
+    for i, scen in enumerate(plan):
+        if scen in ("build", "archive"):
+            idle = next((x for x in plan[i + 1:] if x in ("long", "short")), None)
+            if idle:
+                rows.append(scenario_figures(b, scen, idle, grace))
+    return rows
+
+
+def report(out, meta, boots, rows):
+    """table.md, the CSVs and one plot per kernel; returns the markdown."""
+    grace, configs, plans = meta["grace"], meta["configs"], meta["plans"]
+    scen_done = {s for ph in plans.values() for s in ph}
+    md = [f"Run {meta['started']}-{meta.get('finished', '?')} UTC, scale {meta['scale']:g}, "
+          f"`{meta['command']}`\n", render_table(rows, configs, grace, scen_done)]
+    write_csvs(out, boots, rows)
+    pngs = []
+    for k in plans:
+        rel = next((b.release for b in boots if b.kernel == k), k)
+        png = plot(out, boots, k, grace, configs, set(plans[k]),
+                   f"reclaimd bench: Linux {rel}, grace {grace:g} s, {meta['started'][:10]}")
+        if png:
+            pngs.append(png)
+    with open(os.path.join(out, "table.md"), "w") as fh:
+        fh.write("\n".join(md))
+    print("\n".join(md))
+    print(f"bench: wrote {out}/table.md, figures.csv, samples.csv, events.csv, "
+          f"{', '.join(pngs) or 'no plot'}")
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
+    p.add_argument("--reclaimd", help="the reclaimd binary to put in the guest (required to run)")
+    g = p.add_mutually_exclusive_group()
+    g.add_argument("--full", action="store_true", help="scale 1: 2-minute grace, 15-minute idle")
+    g.add_argument("--smoke", action="store_true", help="CI: scale 0.04, 6.12, plan 'warm build long', "
+                   "2 source directories compressed, 1 warm cycle")
+    g.add_argument("--scale", type=float, help="multiply grace, pause and idle stretches")
+    g.add_argument("--report", action="store_true", help="redo figures, table and plots from "
+                   "--out's raw/ (no VM)")
+    p.add_argument("--kernels", help="space-separated series (default: 6.12; --full: '6.12 6.1')")
+    p.add_argument("--configs", help=f"space-separated, from: {' '.join(CONFIGS)} (default all)")
+    p.add_argument("--plan", help="phases per boot (default 'warm build long archive short'; --smoke "
+                   "'warm build long'); use 'warm build long archive long' for the archive's "
+                   "15-minute figure")
+    p.add_argument("--kernel-plan", action="append", default=[], metavar="SERIES=PHASES",
+                   help="another plan for one kernel (default for --full: 6.1='warm build long')")
+    p.add_argument("--warm-cycles", type=int)
+    p.add_argument("--build-gzip", type=int, help="source directories compressed (of 64; default 24)")
+    p.add_argument("--archive-files", type=int, default=4)
+    p.add_argument("--out", default="/tmp/reclaimd-bench")
+    p.add_argument("--no-check", action="store_true", help="report only; never fail on sanity")
+    p.add_argument("--verbose", action="store_true", help="echo the guest's lines")
+    a = p.parse_args(argv)
+    if a.report:
+        with open(os.path.join(a.out, "meta.json")) as fh:
+            meta = json.load(fh)
+        boots = []
+        for k in meta["plans"]:
+            for c in meta["configs"]:
+                path = os.path.join(a.out, "raw", f"{k}-{c}.json")
+                if os.path.exists(path):
+                    boots.append(load_raw(path))
+        rows = [r for b in boots for r in boot_rows(b, meta["plans"][b.kernel], meta["grace"])]
+        report(a.out, meta, boots, rows)
+        ok = sanity(rows, boots, meta["configs"], meta["grace"], meta["plans"]).report()
+        return 0 if ok or a.no_check else 1
+    if not a.reclaimd:
+        p.error("--reclaimd is required to run")
+    scale = 1.0 if a.full else 0.04 if a.smoke else (a.scale or 1.0)
+    a.warm_cycles = a.warm_cycles or (1 if a.smoke else 3)
+    a.build_gzip = a.build_gzip if a.build_gzip is not None else (2 if a.smoke else 24)
+    plan = (a.plan or ("warm build long" if a.smoke else "warm build long archive short")).split()
+    kernel_list = (a.kernels or ("6.12 6.1" if a.full else "6.12")).split()
+    kplans = {"6.1": "warm build long"} if a.full and not a.plan else {}
+    for item in a.kernel_plan:
+        k, _, ph = item.partition("=")
+        kplans[k] = ph
+    configs = (a.configs or " ".join(CONFIGS)).split()
+    for c in configs:
+        if c not in CONFIGS:
+            p.error(f"unknown configuration {c}")
+    durations = (GRACE * scale, PAUSE * scale, LONG * scale, SHORT * scale)
+    grace = durations[0]
+    plans = {k: kplans.get(k, " ".join(plan)).split() for k in kernel_list}
+    est = sum(plan_seconds(plans[k], durations, a) + 5 for k in kernel_list) * len(configs)
+    os.makedirs(a.out, exist_ok=True)
+    for old in ("raw", "plot-data"):  # a previous run's boots would mix into the report
+        shutil.rmtree(os.path.join(a.out, old), ignore_errors=True)
+    started = datetime.datetime.now(datetime.timezone.utc)
+    meta = {"scale": scale, "grace": grace, "configs": configs, "plans": plans,
+            "started": f"{started:%Y-%m-%d %H:%M}",
+            "command": " ".join(["tests/bench/bench.py"] + (argv if argv is not None else sys.argv[1:]))}
+    with open(os.path.join(a.out, "meta.json"), "w") as fh:
+        json.dump(meta, fh)
+    print(f"bench: scale {scale:g} (grace {grace:g} s, pause {durations[1]:g} s, long idle "
+          f"{durations[2]:g} s, short idle {durations[3]:g} s), kernels {kernel_list}, configs "
+          f"{configs}, plans {plans}; estimated {est / 60:.1f} min; output in {a.out}", flush=True)
+    image.ensure()
+    boots, rows = [], []
+    for k in kernel_list:
+        for cfg in configs:
+            t = time.monotonic()
+            b = run_boot(a, k, cfg, plans[k], durations, a.out)
+            boots.append(b)
+            save_raw(a.out, b)
+            rows += boot_rows(b, plans[k], grace)
+            print(f"bench: {k} {cfg} done in {time.monotonic() - t:.0f} s", flush=True)
+            write_csvs(a.out, boots, rows)  # after every boot: a cut-short run keeps its data
+    finished = datetime.datetime.now(datetime.timezone.utc)
+    meta["finished"] = f"{finished:%H:%M}"
+    with open(os.path.join(a.out, "meta.json"), "w") as fh:
+        json.dump(meta, fh)
+    report(a.out, meta, boots, rows)
+    print(f"bench: took {(finished - started).total_seconds() / 60:.1f} min")
+    ok = sanity(rows, boots, configs, grace, plans).report()
+    return 0 if ok or a.no_check else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

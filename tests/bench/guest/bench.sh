@@ -1,0 +1,132 @@
+#!/bin/sh
+# The benchmark inside one VM boot (busybox sh), for one configuration. tests/bench/bench.py
+# boots it once per configuration and reads what it prints (host-stamped, see scenario.py).
+# Env:
+#   CONFIG        name of the configuration (printed only)
+#   PHASES        space-separated, run in order: warm build archive long short
+#   GRACE_MS PAUSE_MS LONG_MS SHORT_MS   scaled durations (idle grace, warm pause, idle stretches)
+#   WARM_CYCLES   warm rereads, each after a pause of PAUSE_MS
+#   BUILD_GZIP    how many of the 64 source directories the build compresses (all are read)
+#   ARCHIVE_FILES how many of the 4 archive files the archive phase streams
+# /etc/bench/policy.yaml present = start reclaimd with it; absent = no controller.
+#
+# Idle-sensitive: between the work phases only shell builtins run (lib.sh's rule), and the
+# only sampling is at phase boundaries; the host reads memory through the balloon instead.
+# Lines (besides lib.sh's @@MARK/@@MEM and reclaimd's log):
+#   @@CPU <label> busy=<ticks> idle=<ticks>   aggregate /proc/stat (USER_HZ ticks)
+#   @@DISK <label> read_sectors=<n>           /dev/vda reads so far
+#   @@RECLAIMD pid=.. utime=.. stime=.. hwm_kib=.. rss_kib=..  its own cost, read before stop
+. /test/lib.sh
+
+cpu() {
+	read -r _c _u _n _s _i _w _q _sq _st _ </proc/stat
+	echo "@@CPU $1 busy=$((_u + _n + _s + _q + _sq + _st)) idle=$((_i + _w))"
+}
+
+disk() {
+	read -r _r _ _sec _ </sys/block/vda/stat
+	echo "@@DISK $1 read_sectors=$_sec"
+}
+
+# sleep_ms N: sleep N milliseconds (busybox sleep takes fractions).
+sleep_ms() {
+	_s=$(($1 / 1000)) _f=$(($1 % 1000))
+	[ $_f -lt 10 ] && _f=00$_f || { [ $_f -lt 100 ] && _f=0$_f; }
+	sleep "$_s.$_f"
+}
+
+reread() {
+	cat /data/warm/*/* | cat >/dev/null  # through a pipe: ~0.45 s from the cache
+}
+
+warm() {
+	mark warm_start
+	reread
+	mark warm_read_end
+	i=1
+	while [ $i -le "${WARM_CYCLES:-3}" ]; do
+		sleep_ms "$PAUSE_MS"
+		disk reread_${i}_start
+		mark reread_${i}_start
+		reread
+		mark reread_${i}_end
+		disk reread_${i}_end
+		i=$((i + 1))
+	done
+}
+
+# A build: every source directory is read; the first BUILD_GZIP are compressed into /data/out
+# (the CPU-busy part, like compiling), then "linked" into one file; sync ends it, as the
+# build's writes reaching the disk (no writeback minutes later inside the idle stretch).
+build() {
+	mark work_start
+	n=0
+	for d in /data/src/d*; do
+		if [ $n -lt "${BUILD_GZIP:-64}" ]; then
+			cat "$d"/* | gzip -1 >/data/out/"${d##*/}".gz
+		else
+			cat "$d"/* >/dev/null
+		fi
+		n=$((n + 1))
+	done
+	cat /data/out/*.gz >/data/out/image
+	sync
+	mark work_end
+	mem work_end
+}
+
+# An archive run: stream large files through tar (read-heavy, little CPU).
+archive() {
+	mark work_start
+	set --
+	n=0
+	for f in /data/archive/file*; do
+		[ $n -lt "${ARCHIVE_FILES:-4}" ] && set -- "$@" "archive/${f##*/}"
+		n=$((n + 1))
+	done
+	tar -cf - -C /data "$@" | cat >/dev/null
+	mark work_end
+	mem work_end
+}
+
+idle() { # idle NAME MS: stay quiet; figures at both ends
+	cpu "${1}_start"
+	mark "${1}_start"
+	sleep_ms "$2"
+	mark "${1}_end"
+	cpu "${1}_end"
+	mem "${1}_end"
+}
+
+if [ -e /etc/bench/policy.yaml ]; then
+	reclaimd --config /etc/bench/policy.yaml &
+	PID=$!
+fi
+scenario "$CONFIG"
+sleep 2  # let the balloon driver answer its first statistics request before the baseline
+mem boot
+for p in $PHASES; do
+	case $p in
+	warm | build | archive) echo "@@PHASE $p"; $p ;;
+	long) echo "@@PHASE long"; idle long "$LONG_MS" ;;
+	short) echo "@@PHASE short"; idle short "$SHORT_MS" ;;
+	*) echo "unknown phase $p"; exit 2 ;;
+	esac
+done
+if [ -n "$PID" ]; then
+	read -r _line </proc/$PID/stat
+	set -- $_line
+	shift 13
+	_ut=$1 _stt=$2
+	while read -r _k _v _; do
+		case $_k in
+		VmHWM:) _hwm=$_v ;;
+		VmRSS:) _rss=$_v ;;
+		esac
+	done </proc/$PID/status
+	echo "@@RECLAIMD pid=$PID utime=$_ut stime=$_stt hwm_kib=$_hwm rss_kib=$_rss"
+	kill -TERM $PID
+	wait $PID
+	echo "@@EXIT $CONFIG code=$?"
+fi
+mark done
