@@ -21,10 +21,10 @@ struct Entry {
 
 // The directory's entries, "." and ".." left out. getdents64 rather than readdir: no
 // allocation per directory beyond the names, and d_type/d_ino come with every entry.
+// `fd` must be at offset 0 (freshly opened, or rewound by the caller).
 Result<std::vector<Entry>> listDir(int fd) {
   std::vector<Entry> out;
-  alignas(8) char buffer[16384];
-  if (::lseek(fd, 0, SEEK_SET) < 0) return errnoError(errno, "lseek");
+  alignas(8) char buffer[32768];
   for (;;) {
     long n = ::syscall(SYS_getdents64, fd, buffer, sizeof buffer);
     if (n < 0) return errnoError(errno, "getdents64");
@@ -40,41 +40,30 @@ Result<std::vector<Entry>> listDir(int fd) {
   return out;
 }
 
-bool isGone(int err) { return err == ENOENT || err == ENODEV; }
 
-void walkChildren(Tree& tree, int fd, int index, std::size_t maxNodes) {
-  auto entries = listDir(fd);
-  if (!entries) {
-    // The directory went away after we opened it: its children are gone with it.
-    ++tree.vanished;
-    return;
-  }
-  for (const Entry& e : *entries) {
-    unsigned char type = e.type;
-    if (type == DT_UNKNOWN) {
-      struct stat st{};
-      if (::fstatat(fd, e.name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
-        if (isGone(errno)) ++tree.vanished;
-        continue;
-      }
-      type = S_ISDIR(st.st_mode) ? DT_DIR : S_ISLNK(st.st_mode) ? DT_LNK : DT_REG;
+void walkChildren(Tree& tree, int fd, int index, std::size_t maxNodes);
+
+// Adds the subdirectories among `entries` (of directory `fd`, node `index`) and their subtrees.
+void addChildren(Tree& tree, int fd, int index, const std::vector<Entry>& entries, std::size_t maxNodes) {
+  for (const Entry& e : entries) {
+    if (e.type != DT_DIR && e.type != DT_UNKNOWN && e.type != DT_LNK) continue;  // control files
+    // One fstatat says what an entry is and, for a directory, how many subdirectories it has:
+    // kernfs (cgroupfs) and tmpfs keep st_nlink at 2 + subdirectories. Most cgroups are leaves,
+    // and a leaf needs no open and no listing at all.
+    struct stat st{};
+    if (::fstatat(fd, e.name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
+      ++tree.vanished;  // removed since the listing
+      continue;
     }
-    if (type == DT_LNK) {
+    if (S_ISLNK(st.st_mode)) {
       ++tree.symlinks;
       continue;
     }
-    if (type != DT_DIR) continue;  // control files
+    if (!S_ISDIR(st.st_mode)) continue;
     if (tree.nodes.size() >= maxNodes) {
       tree.truncated = true;
       return;
     }
-    int childFd = ::openat(fd, e.name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (childFd < 0) {
-      if (errno == ELOOP || errno == ENOTDIR) ++tree.symlinks;
-      else ++tree.vanished;  // ENOENT/ENODEV: removed since the listing; anything else: unreadable
-      continue;
-    }
-    UniqueFd child(childFd);
     const TreeNode& parent = tree.nodes[static_cast<std::size_t>(index)];
     TreeNode node;
     node.path = parent.path.empty() ? e.name : parent.path + "/" + e.name;
@@ -83,9 +72,28 @@ void walkChildren(Tree& tree, int fd, int index, std::size_t maxNodes) {
     const int childIndex = static_cast<int>(tree.nodes.size());
     tree.nodes[static_cast<std::size_t>(index)].children.push_back(childIndex);
     tree.nodes.push_back(std::move(node));
+    if (st.st_nlink == 2) continue;  // a leaf (filesystems that report 1 for directories are listed)
+    int childFd = ::openat(fd, e.name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (childFd < 0) {
+      // Replaced by a symlink, or removed, since the fstatat: keep the node, skip its children.
+      if (errno == ELOOP || errno == ENOTDIR) ++tree.symlinks;
+      else ++tree.vanished;
+      continue;
+    }
+    UniqueFd child(childFd);
     walkChildren(tree, child.get(), childIndex, maxNodes);
     if (tree.truncated) return;
   }
+}
+
+void walkChildren(Tree& tree, int fd, int index, std::size_t maxNodes) {
+  auto entries = listDir(fd);
+  if (!entries) {
+    // The directory went away after we opened it: its children are gone with it.
+    ++tree.vanished;
+    return;
+  }
+  addChildren(tree, fd, index, *entries, maxNodes);
 }
 
 }  // namespace
@@ -100,12 +108,14 @@ Result<Tree> walkTree(int rootFd, std::size_t maxNodes) {
   Tree tree;
   auto inode = inodeOf(rootFd);
   if (!inode) return inode.error();
+  // The root's fd is kept across walks: rewind it.
+  if (::lseek(rootFd, 0, SEEK_SET) < 0) return errnoError(errno, "read the cgroup root: lseek");
   auto entries = listDir(rootFd);
   if (!entries) return Error{entries.error().code, "read the cgroup root: " + entries.error().context};
   TreeNode root;
   root.inode = *inode;
   tree.nodes.push_back(std::move(root));
-  walkChildren(tree, rootFd, 0, maxNodes);
+  addChildren(tree, rootFd, 0, *entries, maxNodes);
   return tree;
 }
 

@@ -69,7 +69,6 @@ class Daemon {
   const IdleVerdict& systemVerdict(const policies::IdleSettings& idle) const;
   std::uint64_t reclaimPass(const proc::Meminfo& mem);
   std::int64_t reclaimTarget(Target& target, std::uint64_t bytes, std::uint64_t known, std::chrono::nanoseconds budget);
-  std::optional<std::uint64_t> reclaimableOf(Target& target, const proc::Meminfo* mem);
 
   void dropCaches(const proc::Meminfo& before);
   void compact();

@@ -48,29 +48,6 @@ void Daemon::judgeTargets() {
   }
 }
 
-std::optional<std::uint64_t> Daemon::reclaimableOf(Target& t, const proc::Meminfo* mem) {
-  // The root is measured machine-wide, as the seed does (file LRUs plus reclaimable slab);
-  // below it, the file LRUs of the cgroup's subtree (not "file", which holds tmpfs).
-  if (t.isRoot()) {
-    if (mem) return mem->reclaimable();
-    auto now = readMeminfo();
-    return now ? std::optional(now->reclaimable()) : std::nullopt;
-  }
-  if (!t.cgroup) return std::nullopt;
-  auto stat = t.cgroup->memoryStat();
-  if (!stat) {
-    if (cgroup::cgroupGone(stat.error())) {
-      spdlog::debug("event=cgroup_gone cgroup={}", t.label());
-      t.cgroup.reset();
-      targets_->invalidate();
-    } else {
-      spdlog::warn("event=sample_skipped cgroup={} error={}", t.label(), quoted(stat.error().message()));
-    }
-    return std::nullopt;
-  }
-  return stat->fileCache();
-}
-
 void Daemon::gradualTick(TimePoint now, const IdleVerdict& verdict) {
   if (!targets_) return;
   const bool rules = !policy_.rules.empty();
@@ -107,7 +84,7 @@ std::uint64_t Daemon::reclaimPass(const proc::Meminfo& mem) {
   for (std::size_t i = 0; i < targets.size(); ++i) {
     Target& t = targets[i];
     if (!t.idle || t.gov.mode != policies::Mode::Gradual) continue;
-    auto reclaimable = reclaimableOf(t, &mem);
+    auto reclaimable = targets_->reclaimable(t, mem);
     if (!reclaimable) continue;
     if (t.period.stalledAt && *reclaimable < *t.period.stalledAt + policy_.reclaim.chunk) continue;
     candidates.push_back(Candidate{static_cast<int>(i), *reclaimable, t.gov.floor, policies::stepBytes(mem.memTotal, t.gov.steps)});
@@ -146,7 +123,9 @@ std::int64_t Daemon::reclaimTarget(Target& t, std::uint64_t bytes, std::uint64_t
       StepLimits{bytes, t.gov.floor, policy_.reclaim.chunk, budget, overshoot_},
       [&]() -> std::optional<std::uint64_t> {
         if (std::exchange(first, false)) return known;  // measured this tick already
-        return reclaimableOf(t, nullptr);
+        if (!t.isRoot()) return targets_->reclaimable(t, proc::Meminfo{});
+        auto now = readMeminfo();
+        return now ? std::optional(now->reclaimable()) : std::nullopt;
       },
       [&](std::uint64_t chunk) { return (*file)->write(chunk, format); }, [&] { return stopRequested(); },
       [&](std::uint64_t asked, const cgroup::ReclaimWrite& w, std::int64_t freed) {

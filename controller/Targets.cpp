@@ -84,6 +84,23 @@ Result<WalkStats> Targets::refresh(const policies::Policy& policy, TimePoint now
   return stats;
 }
 
+std::optional<std::uint64_t> Targets::reclaimable(Target& t, const proc::Meminfo& mem) {
+  if (t.isRoot()) return mem.reclaimable();
+  if (!t.cgroup) return std::nullopt;
+  auto stat = t.cgroup->memoryStat();
+  if (!stat) {
+    if (cgroup::cgroupGone(stat.error())) {
+      spdlog::debug("event=cgroup_gone cgroup={}", t.label());
+      t.cgroup.reset();
+      invalidate();
+    } else {
+      spdlog::warn("event=sample_skipped cgroup={} error=\"{}\"", t.label(), stat.error().message());
+    }
+    return std::nullopt;
+  }
+  return stat->fileCache();
+}
+
 std::size_t Targets::sampleCpu(TimePoint now) {
   std::size_t dropped = 0;
   for (auto it = targets_.begin(); it != targets_.end();) {

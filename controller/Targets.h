@@ -17,6 +17,7 @@
 #include "controller/Decide.h"
 #include "controller/IdleDetector.h"
 #include "policies/Policy.h"
+#include "proc/Meminfo.h"
 
 namespace reclaimd::controller {
 
@@ -63,6 +64,12 @@ class Targets {
   // Feeds each target that judges its own CPU a cpu.stat sample; a target whose files are
   // gone is dropped quietly. Returns how many were dropped.
   std::size_t sampleCpu(TimePoint now);
+
+  // The target's reclaimable bytes now: the root is measured machine-wide from `mem` (file
+  // LRUs plus reclaimable slab, as the seed does); below it, the file LRUs of the cgroup's
+  // subtree from memory.stat (not "file", which holds tmpfs). nullopt when unreadable; a
+  // cgroup found gone is closed and the next walk drops it.
+  std::optional<std::uint64_t> reclaimable(Target& target, const proc::Meminfo& mem);
 
   std::vector<Target>& all() { return targets_; }
   const std::vector<Target>& all() const { return targets_; }

@@ -79,6 +79,11 @@ def main(argv=None):
     vanished = sum(int(w.f.get("vanished", "0")) for w in walks)
     c.figure(f"{a.kernel} walks during the run / cgroups vanished mid-walk", f"{len(walks)} / {vanished}")
     c.check(s.mark("churn_done") is not None, "the churn of cgroups ran to its end")
+    counted = s.mark("cgroups_counted")
+    last_walk = [w for w in walks if counted is None or w.t < counted.t]
+    if c.check(counted is not None and last_walk, "a walk after the tree settled, and find's count"):
+        c.check(int(last_walk[-1].f.get("cgroups", -1)) == int(counted.f["count"]),
+                f"the walk saw every cgroup ({last_walk[-1].f.get('cgroups')} walked, {counted.f['count']} found)")
     ex = s.exit()
     c.check(ex is not None and ex.f.get("code") == "0", f"clean exit on SIGTERM (code {ex and ex.f.get('code')})")
     return 0 if c.report() else 1

@@ -57,9 +57,15 @@ CHURN=$!
 
 sleep $((G + 14))
 wait $CHURN
+# The walk reads the tree from directory link counts (leaves are never opened): after a walk
+# period of quiet, its count must equal what find sees. Nested cgroups make it worth checking.
+mkdir -p $R/kept.slice/a/b/c $R/kept.slice/d
+sleep 6
+echo "@@MARK cgroups_counted t_ms=0 count=$(find $R -type d | wc -l)"
 for s in idle.slice busy.slice kept.slice; do cgmem after_wait $s; done
 mem after_wait
 kill $BUSY
 kill -TERM $PID
 wait $PID
 echo "@@EXIT percgroup code=$?"
+rmdir $R/kept.slice/a/b/c $R/kept.slice/a/b $R/kept.slice/a $R/kept.slice/d
