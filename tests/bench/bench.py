@@ -135,14 +135,15 @@ class Boot:
     def cache_offset_kib(self):
         """The balloon's page-cache figure (NR_FILE_PAGES) also counts the initramfs (rootfs
         pages, never on the LRU) and shmem: its excess over the guest's own
-        Active(file)+Inactive(file), taken where the guest was quiet (boot, ends of idle
-        stretches; median). Constant over a boot."""
+        Active(file)+Inactive(file), taken where the guest had been quiet for seconds (after
+        the 2 s settle at boot, at the ends of idle stretches; median). Constant over a boot."""
         diffs = []
         for t, name, f in self.parsed("@@MEM"):
             if name == "boot" or name.endswith("long_end") or name.endswith("short_end"):
-                after = [s for s in self.samples if s.t >= t + 0.6 and s.guest_cache_kib >= 0]
-                if after and "file_kib" in f:
-                    diffs.append(after[0].guest_cache_kib - int(f["file_kib"]))
+                # the guest was quiet for seconds before these lines: take the sample before
+                quiet = [s for s in self.samples if t - 1.5 <= s.t <= t and s.guest_cache_kib >= 0]
+                if quiet and "file_kib" in f:
+                    diffs.append(quiet[-1].guest_cache_kib - int(f["file_kib"]))
         return statistics.median(diffs) if diffs else 0
 
     def sample_within(self, t, t_end):
@@ -418,7 +419,7 @@ def plot(out, boots, kernel, grace, configs, scenarios_done, title):
     ddir = os.path.join(out, "plot-data")
     os.makedirs(ddir, exist_ok=True)
     cols = [s for s in ("build", "archive") if s in scenarios_done]
-    marks = {}
+    marks, xr = {}, {}
     for b in boots:
         if b.kernel != kernel:
             continue
@@ -432,6 +433,8 @@ def plot(out, boots, kernel, grace, configs, scenarios_done, title):
             ie, _ = b.mark(f"{idle_phase}_end", idle_phase) if idle_phase else (None, None)
             start = ws - 5 if scen == "archive" else (b.samples[0].t if b.samples else ws)
             stop = ie if ie else b.samples[-1].t
+            lo, hi = xr.get(scen, (0, 0))
+            xr[scen] = (min(lo, start - we), max(hi, stop - we))
             with open(os.path.join(ddir, f"{kernel}-{b.config}-{scen}.dat"), "w") as fh:
                 for s in b.samples:
                     if start <= s.t <= stop + 1:
@@ -447,7 +450,7 @@ def plot(out, boots, kernel, grace, configs, scenarios_done, title):
     gp = [f'set terminal pngcairo size {700 * len(cols)},760 font "sans,9"',
           f'set output "{png}"', "set datafile missing 'NaN'",
           f'set multiplot layout 2,{len(cols)} title "{title}"',
-          "set grid", "set key top right", "set xlabel 'seconds since the end of the work'"]
+          "set grid", "set key right center", "set xlabel 'seconds since the end of the work'"]
     colours = ["#444444", "#d62728", "#1f77b4", "#2ca02c", "#9467bd", "#ff7f0e"]
     for panel, (col, ylabel) in enumerate(((2, "host: QEMU RSS, MiB"), (3, "guest file cache, MiB"))):
         for scen in cols:
@@ -456,12 +459,14 @@ def plot(out, boots, kernel, grace, configs, scenarios_done, title):
             gp.append(f"set object 1 rect from {m.get('work', 0):.1f}, graph 0 to 0, graph 1 "
                       "fc rgb '#f0e0c0' fs solid 0.5 noborder behind")
             gp.append(f"set label 1 '{scen}' at {m.get('work', 0):.1f}, graph 0.97 left offset 0.3,0")
+            lo, hi = xr.get(scen, (-1, 1))
+            gp.append(f"set xrange [{lo:.0f}:{hi + 1:.0f}]")
             if "warm" in m:
                 gp.append(f"set object 2 rect from {m['warm']:.1f}, graph 0 to {m['work']:.1f}, graph 1 "
                           "fc rgb '#e0ecf8' fs solid 0.5 noborder behind")
-                gp.append(f"set label 2 'warm reread' at {m['warm']:.1f}, graph 0.97 left offset 0.3,0")
+                gp.append(f"set label 2 'warm reread' at {m['warm']:.1f}, graph 0.92 left offset 0.3,0")
             gp.append(f"set arrow 1 from {grace:g}, graph 0 to {grace:g}, graph 1 nohead dt 2 lc rgb '#888888'")
-            gp.append(f"set label 3 'grace end' at {grace:g}, graph 0.9 left offset 0.3,0 tc rgb '#666666'")
+            gp.append(f"set label 3 'grace end' at {grace:g}, graph 0.55 left offset 0.3,0 tc rgb '#666666'")
             gp.append(f"set ylabel '{ylabel}'")
             gp.append(f"set title '{scen}: {'footprint on the host' if panel == 0 else 'guest page cache (balloon stats)'}'")
             gp.append("set yrange [0:*]")
