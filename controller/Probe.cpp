@@ -4,6 +4,7 @@
 
 #include "base/Files.h"
 #include "cgroup/ControlFiles.h"
+#include "cgroup/Libcgroup.h"
 #include "cgroup/Mountinfo.h"
 #include "cgroup/Reclaim.h"
 #include "proc/Meminfo.h"
@@ -110,6 +111,16 @@ Capabilities probe(const Paths& paths) {
   }
   caps.compactMemory = openableForWrite(paths.proc(kCompactMemory), nullptr);
   caps.dropCaches = openableForWrite(paths.proc(kDropCaches), &caps.dropCachesProblem);
+  if (paths.procRoot == "/proc") {
+    if (auto mounts = cgroup::libcgroupMounts()) {
+      for (const auto& m : *mounts) {
+        if (m.controller == "memory") caps.libcgroupMemory = m.path;
+      }
+      if (caps.libcgroupMemory.empty()) caps.libcgroupMemory = "not mounted";
+    } else {
+      caps.libcgroupMemory = mounts.error().message();
+    }
+  }
   return caps;
 }
 
@@ -134,6 +145,10 @@ std::string describe(const Capabilities& caps) {
   line("psi", yesNo(caps.psiAvailable), caps.psiProblem);
   line("compact_memory", yesNo(caps.compactMemory));
   line("drop_caches", caps.dropCaches ? "writable" : "unavailable", caps.dropCachesProblem);
+  if (!caps.libcgroupMemory.empty()) {
+    const bool v1 = !caps.cgroupRoot.empty() && caps.libcgroupMemory.front() == '/' && caps.libcgroupMemory != caps.cgroupRoot;
+    line("libcgroup_memory_mount", caps.libcgroupMemory + (v1 ? " (cgroup v1: no memory.reclaim there)" : ""));
+  }
   return out;
 }
 

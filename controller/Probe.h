@@ -23,6 +23,9 @@ struct Capabilities {
   bool compactMemory = false;     // <proc>/sys/vm/compact_memory writable (CONFIG_COMPACTION)
   bool dropCaches = false;        // <proc>/sys/vm/drop_caches writable
   std::string dropCachesProblem;
+  // Where libcgroup sees the memory controller mounted (a v1 path on hybrid hosts); empty when
+  // not asked (a --proc-root other than /proc: libcgroup reads the real mount table) or unknown.
+  std::string libcgroupMemory;
 };
 
 // Probes. The only writes are zero-byte memory.reclaim requests, which reclaim nothing;
