@@ -54,7 +54,8 @@ def check_installed(c, deb):
     r = run(["/usr/sbin/reclaimd", "probe", "--config", "/etc/reclaimd/policy.yaml"])
     c.ok(r.returncode in (0, 69), f"reclaimd probe exits 0 or 69 (got {r.returncode})", r.stderr)
     keys = [line.split(":", 1)[0] for line in r.stdout.splitlines() if ":" in line]
-    c.equal(keys, PROBE_KEYS, "reclaimd probe prints every probe key")
+    missing = [k for k in PROBE_KEYS if k not in keys]
+    c.equal(missing, [], "reclaimd probe prints every probe key of the README")
     print("      " + r.stdout.rstrip().replace("\n", "\n      "))
 
     r = run(["/usr/sbin/reclaimd", "check-config", "/etc/reclaimd/policy.yaml"])
