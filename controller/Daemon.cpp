@@ -67,7 +67,7 @@ Result<void> Daemon::setUp() {
   if (!timer_) return errnoError(errno, "timerfd_create");
   epoll_.reset(::epoll_create1(EPOLL_CLOEXEC));
   if (!epoll_) return errnoError(errno, "epoll_create1");
-  for (int fd : {signals_.get(), timer_.get()}) {
+  for (int fd : {signals_.get(), timer_.get(), watch_.fd()}) {
     epoll_event ev{};
     ev.events = EPOLLIN;
     ev.data.fd = fd;
@@ -131,6 +131,11 @@ void Daemon::applyPolicy() {
     else next.push_back(RuleDetector{c, IdleDetector(c), {}});
   }
   ruleDetectors_ = std::move(next);
+  setUpMachinePressure();
+  // Targets' scopes take the new settings as they are made again.
+  if (targets_) {
+    for (Target& t : targets_->all()) t.pressure.reset();
+  }
 }
 
 const IdleVerdict& Daemon::systemVerdict(const policies::IdleSettings& idle) const {
@@ -175,6 +180,9 @@ int Daemon::run() {
     // Signals first: a SIGTERM that arrives with a timer tick should not wait for a step.
     for (int i = 0; i < n; ++i) {
       if (events[i].data.fd == signals_.get()) onSignal();
+    }
+    for (int i = 0; i < n && !stop_; ++i) {
+      if (events[i].data.fd == watch_.fd()) handlePressureEvents(clock_.now());
     }
     for (int i = 0; i < n && !stop_; ++i) {
       if (events[i].data.fd == timer_.get()) onTimer();
@@ -323,10 +331,20 @@ void Daemon::tick(TimePoint now) {
     spdlog::trace("event=tick state={} window_busy_pct={:.3f} interval_busy_pct={:.3f}", toString(v.state),
                   v.windowPercent, v.intervalPercent);
   }
+  // With a trigger the kernel wakes us; totals are read when polling is the only way, and while
+  // backed off (the kernel sends one event per window; the calm period needs every window).
+  if (machinePressure_ && mode_.mode != policies::Mode::Disabled &&
+      (machinePressure_->eventFd() < 0 || machinePressure_->backoff().active())) {
+    samplePressure(*machinePressure_, now);
+  }
+  const bool machinePressed = machinePressure_ && machinePressure_->backoff().active();
   switch (mode_.mode) {
     case policies::Mode::Disabled: break;
     case policies::Mode::DropCache:
-      if (v.idle()) {
+      if (v.idle() && machinePressed && !period_.dropped) {
+        if (!std::exchange(dropPausedLogged_, true)) spdlog::info("event=dropcache_paused reason=\"memory pressure\"");
+      } else if (v.idle()) {
+        dropPausedLogged_ = false;
         if (auto mem = readMeminfo()) {
           const Plan plan = decide(v, *mem, mode_, policy_.reclaim, caps_.compactMemory, period_);
           if (plan.dropCache) dropCaches(*mem);

@@ -15,6 +15,7 @@
 #include "controller/Decide.h"
 #include "controller/IdleDetector.h"
 #include "controller/ModeChoice.h"
+#include "controller/Pressure.h"
 #include "controller/Paths.h"
 #include "controller/Probe.h"
 #include "controller/Targets.h"
@@ -67,8 +68,21 @@ class Daemon {
   void refreshTargets(TimePoint now);
   void judgeTargets();
   const IdleVerdict& systemVerdict(const policies::IdleSettings& idle) const;
-  std::uint64_t reclaimPass(const proc::Meminfo& mem);
-  std::int64_t reclaimTarget(Target& target, std::uint64_t bytes, std::uint64_t known, std::chrono::nanoseconds budget);
+  std::uint64_t reclaimPass(const proc::Meminfo& mem, std::uint64_t machineRefaults);
+  std::int64_t reclaimTarget(Target& target, std::uint64_t bytes, std::uint64_t known, std::chrono::nanoseconds budget,
+                             std::uint64_t machineRefaults);
+
+  // pressure
+  void setUpMachinePressure();
+  void watchScope(PressureScope& scope, std::uint32_t id);
+  void ensureScope(Target& target);
+  PressureScope* scopeById(std::uint32_t id);
+  void handlePressureEvents(TimePoint now);
+  void reportPressure(PressureScope& scope, TimePoint now, const char* source);
+  void samplePressure(PressureScope& scope, TimePoint now);
+  bool pressureStops(Target& target);
+  std::optional<std::uint64_t> readMachineRefaults();
+  void checkRefaults(Target& target, TimePoint now);
 
   void dropCaches(const proc::Meminfo& before);
   void compact();
@@ -92,6 +106,12 @@ class Daemon {
   KeptFile stat_, meminfo_;
   UniqueFd cgroupRoot_;
   std::optional<Targets> targets_;
+  PressureWatch watch_;
+  std::optional<PressureScope> machinePressure_;  // watch id 0
+  std::uint32_t nextScopeId_ = 1;
+  std::optional<KeptFile> vmstat_;
+  bool dropPausedLogged_ = false;
+  bool cgroupPollingLogged_ = false;
   std::chrono::nanoseconds tick_{10'000'000};  // one USER_HZ tick; set from sysconf
   double overshoot_ = 0;  // freed per byte asked, learned from the kernel (ReclaimStep.h)
 

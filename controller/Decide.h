@@ -21,6 +21,9 @@ struct PeriodState {
   // regrows past this by a chunk, instead of asking the kernel every tick for what it
   // cannot give.
   std::optional<std::uint64_t> stalledAt;
+  // A step cut into the working set (refaults jumped): the floor stays at least here until
+  // the period ends.
+  std::optional<std::uint64_t> raisedFloor;
 };
 
 struct Plan {

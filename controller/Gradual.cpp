@@ -54,11 +54,14 @@ void Daemon::gradualTick(TimePoint now, const IdleVerdict& verdict) {
   if (targets_->all().empty() || (rules && now - targets_->lastWalk() >= kWalkPeriod)) refreshTargets(now);
   targets_->sampleCpu(now);
   judgeTargets();
-  auto anyActive = [&] {
-    return std::any_of(targets_->all().begin(), targets_->all().end(),
-                       [](const Target& t) { return t.idle && t.gov.mode == policies::Mode::Gradual; });
-  };
-  if (!anyActive()) return;
+  auto active = [](const Target& t) { return t.idle && t.gov.mode == policies::Mode::Gradual; };
+  // Totals are read where no trigger can wake us, and while backing off (until resumed).
+  for (Target& t : targets_->all()) {
+    if (active(t)) ensureScope(t);
+    if (!t.pressure) continue;
+    if ((active(t) && t.pressure->eventFd() < 0) || t.pressure->backoff().active()) samplePressure(*t.pressure, now);
+  }
+  if (std::none_of(targets_->all().begin(), targets_->all().end(), active)) return;
   // About to write: make sure the decomposition is from this tick, so a cgroup created since
   // the last walk under a target with another rule is never reclaimed through its parent.
   if (rules && targets_->lastWalk() != now) {
@@ -67,45 +70,69 @@ void Daemon::gradualTick(TimePoint now, const IdleVerdict& verdict) {
   }
   auto mem = readMeminfo();
   if (!mem) return;
-  const std::uint64_t freed = anyActive() ? reclaimPass(*mem) : 0;
+  const bool rootActive = std::any_of(targets_->all().begin(), targets_->all().end(),
+                                      [&](const Target& t) { return t.isRoot() && active(t); });
+  const std::uint64_t machineRefaults = rootActive && policy_.pressure.enabled ? readMachineRefaults().value_or(0) : 0;
+  for (Target& t : targets_->all()) {
+    t.measured.reset();
+    if (!active(t)) continue;
+    t.measured = targets_->measure(t, *mem, machineRefaults);
+    checkRefaults(t, now);
+  }
+  const std::uint64_t freed = reclaimPass(*mem, machineRefaults);
   // Compact after reclaim, and once on entering the machine's idle period so free memory the
   // work left behind forms blocks the host can take.
   const bool compactNow = freed >= policies::kMinRequestBytes || (verdict.idle() && !period_.compacted);
   if (policy_.reclaim.compact && caps_.compactMemory && compactNow && !stop_ && !stopRequested()) compact();
 }
 
-std::uint64_t Daemon::reclaimPass(const proc::Meminfo& mem) {
+std::uint64_t Daemon::reclaimPass(const proc::Meminfo& mem, std::uint64_t machineRefaults) {
+  const PressureScope* machine = machinePressure_ ? &*machinePressure_ : nullptr;
+  if (machine && machine->backoff().active()) {
+    spdlog::trace("event=pass_skipped reason=\"machine under pressure\"");
+    return 0;
+  }
+  const double machineScale = machine ? machine->backoff().scale() : 1.0;
+  // A step halved per backoff, never under pressure.min_step nor over the policy's step.
+  auto scaled = [&](std::uint64_t step, double scale) {
+    const auto bytes = static_cast<std::uint64_t>(static_cast<double>(step) * scale);
+    return std::min(step, std::max(bytes, policy_.pressure.minStep));
+  };
   // The machine keeps its floor whatever the targets' floors say.
   const std::uint64_t machineRoom =
       mem.reclaimable() > policy_.reclaim.floor ? mem.reclaimable() - policy_.reclaim.floor : 0;
-  const std::uint64_t budget = std::min(policies::stepBytes(mem.memTotal, policy_.reclaim), machineRoom);
+  const std::uint64_t budget = std::min(scaled(policies::stepBytes(mem.memTotal, policy_.reclaim), machineScale), machineRoom);
   auto& targets = targets_->all();
   std::vector<Candidate> candidates;
   for (std::size_t i = 0; i < targets.size(); ++i) {
     Target& t = targets[i];
-    if (!t.idle || t.gov.mode != policies::Mode::Gradual) continue;
-    auto reclaimable = targets_->reclaimable(t, mem);
-    if (!reclaimable) continue;
-    if (t.period.stalledAt && *reclaimable < *t.period.stalledAt + policy_.reclaim.chunk) continue;
-    candidates.push_back(Candidate{static_cast<int>(i), *reclaimable, t.gov.floor, policies::stepBytes(mem.memTotal, t.gov.steps)});
+    if (!t.idle || t.gov.mode != policies::Mode::Gradual || !t.measured) continue;
+    if (t.pressure && t.pressure->backoff().active()) continue;
+    const std::uint64_t reclaimable = t.measured->first;
+    if (t.period.stalledAt && reclaimable < *t.period.stalledAt + policy_.reclaim.chunk) continue;
+    const double scale = machineScale * (t.pressure ? t.pressure->backoff().scale() : 1.0);
+    candidates.push_back(
+        Candidate{static_cast<int>(i), reclaimable, t.floor(), scaled(policies::stepBytes(mem.memTotal, t.gov.steps), scale)});
   }
   std::uint64_t freedTotal = 0;
   nanoseconds left = kPassBudget;
   for (const Share& share : shareBudget(candidates, budget, policies::kMinRequestBytes)) {
     if (stop_ || stopRequested() || left <= 0ns) break;
-    const auto known = std::find_if(candidates.begin(), candidates.end(), [&](const Candidate& c) { return c.target == share.target; });
-    const std::int64_t freed = reclaimTarget(targets[static_cast<std::size_t>(share.target)], share.bytes, known->reclaimable, left);
+    Target& t = targets[static_cast<std::size_t>(share.target)];
+    if (pressureStops(t)) continue;
+    const std::int64_t freed = reclaimTarget(t, share.bytes, t.measured->first, left, machineRefaults);
     if (freed > 0) freedTotal += static_cast<std::uint64_t>(freed);
     if (mode_.mode != policies::Mode::Gradual) break;  // a re-probe changed the mode
   }
   return freedTotal;
 }
 
-std::int64_t Daemon::reclaimTarget(Target& t, std::uint64_t bytes, std::uint64_t known, nanoseconds budget) {
+std::int64_t Daemon::reclaimTarget(Target& t, std::uint64_t bytes, std::uint64_t known, nanoseconds budget,
+                                   std::uint64_t machineRefaults) {
   const std::string rule = t.gov.rule < 0 ? "machine" : std::to_string(t.gov.rule + 1);
   if (options_.dryRun) {
     spdlog::info("event=reclaim_step cgroup={} rule={} dry_run=true asked_mib={} reclaimable_mib={} floor_mib={}",
-                 t.label(), rule, formatMiB(bytes), formatMiB(known), formatMiB(t.gov.floor));
+                 t.label(), rule, formatMiB(bytes), formatMiB(known), formatMiB(t.floor()));
     t.period.stalledAt = known;  // a dry run frees nothing: do not repeat each tick
     return 0;
   }
@@ -119,15 +146,18 @@ std::int64_t Daemon::reclaimTarget(Target& t, std::uint64_t bytes, std::uint64_t
   }
   const auto format = mode_.format;
   bool first = true;
+  bool pressed = false;
   const StepOutcome step = runStep(
-      StepLimits{bytes, t.gov.floor, policy_.reclaim.chunk, budget, overshoot_},
+      StepLimits{bytes, t.floor(), policy_.reclaim.chunk, budget, overshoot_},
       [&]() -> std::optional<std::uint64_t> {
         if (std::exchange(first, false)) return known;  // measured this tick already
         if (!t.isRoot()) return targets_->reclaimable(t, proc::Meminfo{});
         auto now = readMeminfo();
         return now ? std::optional(now->reclaimable()) : std::nullopt;
       },
-      [&](std::uint64_t chunk) { return (*file)->write(chunk, format); }, [&] { return stopRequested(); },
+      [&](std::uint64_t chunk) { return (*file)->write(chunk, format); },
+      // Between chunks: a signal, or pressure on the machine or this target, ends the step.
+      [&] { return stopRequested() || (pressed = pressureStops(t)); },
       [&](std::uint64_t asked, const cgroup::ReclaimWrite& w, std::int64_t freed) {
         spdlog::debug("event=reclaim_chunk cgroup={} asked_mib={} freed_mib={} took_ms={:.1f} status={} errno={}",
                       t.label(), formatMiB(asked), formatMiBSigned(freed), toMs(w.took), toString(w.status), w.err);
@@ -135,14 +165,26 @@ std::int64_t Daemon::reclaimTarget(Target& t, std::uint64_t bytes, std::uint64_t
   overshoot_ = step.overshoot;
   ++t.steps;
   if (step.freed() > 0) t.reclaimedBytes += static_cast<std::uint64_t>(step.freed());
+  if (!pressed && step.freed() > 0) {
+    // A step without pressure: the backoff's halving is undone one step at a time.
+    if (machinePressure_) machinePressure_->backoff().stepSucceeded();
+    if (t.pressure) t.pressure->backoff().stepSucceeded();
+  }
+  // Watch the refaults that follow: a jump means the step cut into the working set.
+  if (t.gov.pressure.enabled) {
+    std::optional<std::uint64_t> refaults;
+    if (t.isRoot()) refaults = readMachineRefaults();
+    else if (auto m = targets_->measure(t, proc::Meminfo{}, machineRefaults)) refaults = m->second;
+    if (refaults) t.refaults.stepEnded(clock_.now(), *refaults);
+  }
   auto level = step.status == cgroup::ReclaimStatus::Failed ? spdlog::level::err : spdlog::level::info;
   spdlog::log(level,
               "event=reclaim_step cgroup={} rule={} asked_mib={} requested_mib={} freed_mib={} chunks={} "
-              "took_ms={:.1f} end={} status={} errno={} reclaimable_before_mib={} reclaimable_after_mib={} "
+              "took_ms={:.1f} end={}{} status={} errno={} reclaimable_before_mib={} reclaimable_after_mib={} "
               "floor_mib={}",
               t.label(), rule, formatMiB(bytes), formatMiB(step.requestedBytes), formatMiBSigned(step.freed()),
-              step.chunks, toMs(step.took), toString(step.end), toString(step.status), step.err,
-              formatMiB(step.before), formatMiB(step.after), formatMiB(t.gov.floor));
+              step.chunks, toMs(step.took), toString(step.end), pressed ? " stopped_by=pressure" : "",
+              toString(step.status), step.err, formatMiB(step.before), formatMiB(step.after), formatMiB(t.floor()));
   // Asked and (almost) nothing freed — EAGAIN, or cache regrowing as fast as it goes: pause
   // this target until its cache grows by a chunk, so it cannot hold the whole budget every
   // pass while other idle targets wait.

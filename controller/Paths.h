@@ -18,6 +18,7 @@ struct Paths {
 // Files under the proc root, relative to it.
 inline constexpr std::string_view kProcStat = "stat";
 inline constexpr std::string_view kProcMeminfo = "meminfo";
+inline constexpr std::string_view kProcVmstat = "vmstat";
 inline constexpr std::string_view kProcMountinfo = "self/mountinfo";
 inline constexpr std::string_view kProcPressureMemory = "pressure/memory";
 inline constexpr std::string_view kDropCaches = "sys/vm/drop_caches";

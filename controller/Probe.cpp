@@ -1,6 +1,9 @@
 #include "controller/Probe.h"
 
 #include <fcntl.h>
+#include <sys/epoll.h>
+
+#include <cstring>
 
 #include "base/Files.h"
 #include "cgroup/ControlFiles.h"
@@ -9,6 +12,7 @@
 #include "cgroup/Reclaim.h"
 #include "proc/Meminfo.h"
 #include "psi/Pressure.h"
+#include "psi/Trigger.h"
 
 namespace reclaimd::controller {
 
@@ -86,6 +90,24 @@ void probeCgroup(const Paths& paths, Capabilities& caps) {
   }
 }
 
+// Registers the default trigger on the machine's pressure file and asks epoll to wait on it:
+// both must work for events (a regular file accepts the write but epoll refuses it: EPERM).
+void probeTriggers(const Paths& paths, Capabilities& caps) {
+  auto trigger = psi::Trigger::open(AT_FDCWD, paths.proc(kProcPressureMemory), psi::TriggerSpec{});
+  if (!trigger) {
+    caps.psiTriggerProblem = trigger.error().message();
+    return;
+  }
+  UniqueFd epoll(::epoll_create1(EPOLL_CLOEXEC));
+  epoll_event ev{};
+  ev.events = EPOLLPRI;
+  if (!epoll || ::epoll_ctl(epoll.get(), EPOLL_CTL_ADD, trigger->fd(), &ev) != 0) {
+    caps.psiTriggerProblem = std::string("epoll cannot wait on it: ") + std::strerror(errno);
+    return;
+  }
+  caps.psiTriggers = true;
+}
+
 bool openableForWrite(const std::string& path, std::string* problem) {
   auto fd = openAt(AT_FDCWD, path, O_WRONLY);
   if (!fd && problem) *problem = fd.error().message();
@@ -108,6 +130,7 @@ Capabilities probe(const Paths& paths) {
     caps.psiProblem = parsed.error().message();
   } else {
     caps.psiAvailable = true;
+    probeTriggers(paths, caps);
   }
   caps.compactMemory = openableForWrite(paths.proc(kCompactMemory), nullptr);
   caps.dropCaches = openableForWrite(paths.proc(kDropCaches), &caps.dropCachesProblem);
@@ -143,6 +166,9 @@ std::string describe(const Capabilities& caps) {
   line("swappiness_key", key);
   line("swap_active", yesNo(caps.swapActive));
   line("psi", yesNo(caps.psiAvailable), caps.psiProblem);
+  if (caps.psiAvailable) {
+    line("psi_triggers", caps.psiTriggers ? "yes" : "no, pressure is read every sample instead", caps.psiTriggerProblem);
+  }
   line("compact_memory", yesNo(caps.compactMemory));
   line("drop_caches", caps.dropCaches ? "writable" : "unavailable", caps.dropCachesProblem);
   if (!caps.libcgroupMemory.empty()) {

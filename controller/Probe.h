@@ -20,6 +20,8 @@ struct Capabilities {
   bool swapActive = false;        // SwapTotal > 0
   bool psiAvailable = false;      // <proc>/pressure/memory readable (needs psi=1 on Debian)
   std::string psiProblem;
+  bool psiTriggers = false;       // a trigger registers and can be waited on with epoll
+  std::string psiTriggerProblem;  // else: why (pressure is then read every sample instead)
   bool compactMemory = false;     // <proc>/sys/vm/compact_memory writable (CONFIG_COMPACTION)
   bool dropCaches = false;        // <proc>/sys/vm/drop_caches writable
   std::string dropCachesProblem;

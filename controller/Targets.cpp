@@ -32,6 +32,7 @@ Target Targets::make(std::string path, std::uint64_t inode, policies::Governance
     spdlog::warn("event=cgroup_unreadable cgroup={} error=\"{}\"", t.label(), opened.error().message());
   }
   if (t.usesCgroupCpu()) t.cpuIdle.emplace(idleConfigOf(gov.idle));
+  t.refaults.reconfigure(RefaultConfig{gov.pressure.refaultWindow, gov.pressure.refaultLimit / 4096});
   return t;
 }
 
@@ -48,6 +49,7 @@ Result<WalkStats> Targets::refresh(const policies::Policy& policy, TimePoint now
       kept.gov = gov;  // a reload may have changed the rule's settings
       if (kept.usesCgroupCpu() && !kept.cpuIdle) kept.cpuIdle.emplace(idleConfigOf(gov.idle));
       if (kept.cpuIdle) kept.cpuIdle->reconfigure(idleConfigOf(gov.idle));
+      kept.refaults.reconfigure(RefaultConfig{gov.pressure.refaultWindow, gov.pressure.refaultLimit / 4096});
       old.erase(it);
       next.push_back(std::move(kept));
     } else {
@@ -85,7 +87,13 @@ Result<WalkStats> Targets::refresh(const policies::Policy& policy, TimePoint now
 }
 
 std::optional<std::uint64_t> Targets::reclaimable(Target& t, const proc::Meminfo& mem) {
-  if (t.isRoot()) return mem.reclaimable();
+  auto m = measure(t, mem, 0);
+  return m ? std::optional(m->first) : std::nullopt;
+}
+
+std::optional<std::pair<std::uint64_t, std::uint64_t>> Targets::measure(Target& t, const proc::Meminfo& mem,
+                                                                        std::uint64_t machineRefaults) {
+  if (t.isRoot()) return std::pair(mem.reclaimable(), machineRefaults);
   if (!t.cgroup) return std::nullopt;
   auto stat = t.cgroup->memoryStat();
   if (!stat) {
@@ -98,7 +106,7 @@ std::optional<std::uint64_t> Targets::reclaimable(Target& t, const proc::Meminfo
     }
     return std::nullopt;
   }
-  return stat->fileCache();
+  return std::pair(stat->fileCache(), stat->workingsetRefaultFile);
 }
 
 std::size_t Targets::sampleCpu(TimePoint now) {

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <algorithm>
 #include <optional>
 #include <string>
 #include <vector>
@@ -16,6 +17,8 @@
 #include "cgroup/Cgroup.h"
 #include "controller/Decide.h"
 #include "controller/IdleDetector.h"
+#include "controller/Pressure.h"
+#include "controller/Refault.h"
 #include "policies/Policy.h"
 #include "proc/Meminfo.h"
 
@@ -39,7 +42,15 @@ struct Target {
   PeriodState period;  // cleared when the target leaves idle
   std::uint64_t reclaimedBytes = 0;
   std::uint64_t steps = 0;
+  // Pressure in this target's own memory.pressure (not for the root: the machine's scope
+  // covers it), and its refaults.
+  std::optional<PressureScope> pressure;
+  std::uint32_t pressureId = 0;
+  RefaultGuard refaults;
+  // This tick's measurement (reclaimable bytes, refault pages), when taken.
+  std::optional<std::pair<std::uint64_t, std::uint64_t>> measured;
 
+  std::uint64_t floor() const { return std::max(gov.floor, period.raisedFloor.value_or(0)); }
   bool isRoot() const { return path.empty(); }
   std::string label() const { return path.empty() ? "/" : path; }
   bool usesCgroupCpu() const { return gov.idleSource != policies::IdleSource::System; }
@@ -70,6 +81,10 @@ class Targets {
   // subtree from memory.stat (not "file", which holds tmpfs). nullopt when unreadable; a
   // cgroup found gone is closed and the next walk drops it.
   std::optional<std::uint64_t> reclaimable(Target& target, const proc::Meminfo& mem);
+  // Reclaimable bytes and refaulted pages (workingset_refault_file) together; the root's refaults
+  // are the machine's, passed in from /proc/vmstat.
+  std::optional<std::pair<std::uint64_t, std::uint64_t>> measure(Target& target, const proc::Meminfo& mem,
+                                                                 std::uint64_t machineRefaults);
 
   std::vector<Target>& all() { return targets_; }
   const std::vector<Target>& all() const { return targets_; }

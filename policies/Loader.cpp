@@ -185,6 +185,29 @@ void readReclaim(Reader& r, const YAML::Node& node, ReclaimSettings& rec) {
   }
 }
 
+// The kernel's limits on a trigger: window 500ms..10s, stall within the window.
+void readPressureWindow(Reader& r, const YAML::Node& node, const std::string& path, std::chrono::milliseconds& stall,
+                        std::chrono::milliseconds& window) {
+  r.duration(node, path, "window", window, 500ms, 10s);
+  r.duration(node, path, "stall", stall, 1ms, 10s);
+  if (node.IsMap() && stall.count() > 0 && window.count() > 0 && stall > window) {
+    r.fail(node["stall"] ? node["stall"] : node, path + ".stall", "must not be longer than the window");
+  }
+}
+
+void readPressure(Reader& r, const YAML::Node& node, PressureSettings& p) {
+  if (!r.checkMap(node, "pressure",
+                  {"enabled", "stall", "window", "calm", "min_step", "refault_limit", "refault_window"})) {
+    return;
+  }
+  r.boolean(node, "pressure", "enabled", p.enabled);
+  readPressureWindow(r, node, "pressure", p.stall, p.window);
+  r.duration(node, "pressure", "calm", p.calm, 1s, 1h);
+  r.bytes(node, "pressure", "min_step", p.minStep, kMiB, 1024 * kGiB);
+  r.bytes(node, "pressure", "refault_limit", p.refaultLimit, 4 * kKiB, 1024 * kGiB);
+  r.duration(node, "pressure", "refault_window", p.refaultWindow, 1s, 10min);
+}
+
 void readRule(Reader& r, const YAML::Node& node, const std::string& path, const Policy& base, std::vector<Rule>& out) {
   if (!node.IsMap()) {
     r.fail(node, path, "expected a rule: a mapping with at least \"match\"");
@@ -192,7 +215,7 @@ void readRule(Reader& r, const YAML::Node& node, const std::string& path, const 
   }
   if (!r.checkMap(node, path,
                   {"match", "mode", "floor", "step_min", "step_max", "step_divisor", "idle_source", "grace",
-                   "threshold_percent", "interval"})) {
+                   "threshold_percent", "interval", "pressure"})) {
     return;
   }
   Rule rule;
@@ -227,6 +250,11 @@ void readRule(Reader& r, const YAML::Node& node, const std::string& path, const 
   r.duration(node, path, "grace", rule.idle.grace, 1s, 24h);
   r.percent(node, path, "threshold_percent", rule.idle.thresholdPercent, 0.0, 100.0);
   r.duration(node, path, "interval", rule.idle.interval, 1s, 1h);
+  if (node["pressure"] && r.checkMap(node["pressure"], path + ".pressure", {"stall", "window"})) {
+    rule.pressureStall = base.pressure.stall;
+    rule.pressureWindow = base.pressure.window;
+    readPressureWindow(r, node["pressure"], path + ".pressure", rule.pressureStall, rule.pressureWindow);
+  }
   if (rule.stepMax < rule.stepMin) r.fail(node, path + ".step_max", "must not be smaller than step_min");
   if (rule.idle.interval > rule.idle.grace) r.fail(node, path + ".interval", "must not be longer than grace");
   if (!havePattern) return;
@@ -267,12 +295,13 @@ Result<Policy> parsePolicy(std::string_view text, const std::string& source) {
                         ": not valid YAML: " + e.msg);
   }
   try {
-    if (reader.checkMap(root, "", {"mode", "idle", "reclaim", "rules"})) {
+    if (reader.checkMap(root, "", {"mode", "idle", "reclaim", "pressure", "rules"})) {
       reader.mode(root, "", "mode", policy.mode);
       if (root.IsMap()) {
         // The machine-wide settings first: rules inherit them.
         readIdle(reader, root["idle"], policy.idle);
         readReclaim(reader, root["reclaim"], policy.reclaim);
+        readPressure(reader, root["pressure"], policy.pressure);
         readRules(reader, root["rules"], policy);
       }
     }

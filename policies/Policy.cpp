@@ -47,6 +47,7 @@ Governance Policy::governance(int rule, bool atRoot) const {
   g.rule = rule;
   g.steps = reclaim;
   g.idle = idle;
+  g.pressure = pressure;
   if (rule < 0) {
     g.mode = mode;
     g.floor = atRoot ? reclaim.floor : reclaim.cgroupFloor;
@@ -60,6 +61,8 @@ Governance Policy::governance(int rule, bool atRoot) const {
   g.steps.stepDivisor = r.stepDivisor;
   g.idleSource = r.idleSource;
   g.idle = r.idle;
+  if (r.pressureStall.count() > 0) g.pressure.stall = r.pressureStall;
+  if (r.pressureWindow.count() > 0) g.pressure.window = r.pressureWindow;
   return g;
 }
 

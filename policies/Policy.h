@@ -62,6 +62,25 @@ struct ReclaimSettings {
   std::uint64_t cgroupFloor = 16 * kMiB;
 };
 
+struct PressureSettings {
+  // Watch PSI and back off under memory pressure; refault protection too.
+  bool enabled = true;
+  // "some" stall time within a window that counts as pressure: 150 ms per 1 s, i.e. tasks
+  // waited on memory 15 % of the time, an unmistakable stall that normal page-cache churn of an
+  // idle machine never reaches (the VM tests' idle guests stayed at 0).
+  std::chrono::milliseconds stall = 150ms;
+  std::chrono::milliseconds window = 1s;  // the kernel takes 500ms..10s
+  // Pressure must stay under the threshold this long before reclaim resumes: many windows of
+  // normal operation, enough to outlast a workload's start-up.
+  std::chrono::milliseconds calm = 30s;
+  // Each backoff since the last successful step halves the step, down to this.
+  std::uint64_t minStep = 16 * kMiB;
+  // Refault protection: more than this much of the cache read back within refaultWindow after a
+  // step (beyond the rate before it) means the step cut into the working set.
+  std::uint64_t refaultLimit = 1 * kMiB;
+  std::chrono::milliseconds refaultWindow = 10s;
+};
+
 // Whose CPU time decides that a cgroup is idle.
 enum class IdleSource {
   System,  // the machine's (/proc/stat), as judged by the machine-wide detector
@@ -83,6 +102,7 @@ struct Rule {
   std::uint32_t stepDivisor = 0;
   IdleSource idleSource = IdleSource::System;
   IdleSettings idle;
+  std::chrono::milliseconds pressureStall{0}, pressureWindow{0};  // the machine's when not set
 };
 
 // What governs one reclaim target: a rule, or the machine-wide settings.
@@ -93,12 +113,14 @@ struct Governance {
   ReclaimSettings steps;  // step bounds; other fields as the machine's
   IdleSource idleSource = IdleSource::System;
   IdleSettings idle;
+  PressureSettings pressure;
 };
 
 struct Policy {
   Mode mode = Mode::Gradual;
   IdleSettings idle;
   ReclaimSettings reclaim;
+  PressureSettings pressure;
   std::vector<Rule> rules;
 
   // The mode that needs the most of the kernel: dropcache as set; gradual when the machine or

@@ -22,9 +22,11 @@ FakeMachine::FakeMachine(Fixture& fx) : fx_(fx) {
       fx_.write("proc/stat", malformed_ ? std::string("cpu  12 x\n") : procStat(busy, 0, idle));
       {
         std::lock_guard<std::mutex> lock(mutex_);
-        for (auto& [path, cpu] : cgroupCpu_) {
-          cpu.first += cpu.second;
-          fx_.write("cg/" + path + "/cpu.stat", "usage_usec " + std::to_string(cpu.first) + "\nuser_usec 0\n");
+        for (auto& [path, cg] : cgroups_) {
+          cg.usage += cg.usagePerTick;
+          cg.stall += cg.stallPerTick;
+          cg.refaults += cg.refaultsPerTick;
+          writeCgroup(path, cg);
         }
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
@@ -37,29 +39,52 @@ FakeMachine::~FakeMachine() {
   thread_.join();
 }
 
-void FakeMachine::addCgroup(const std::string& path, unsigned long long fileMiB) {
+void FakeMachine::writeCgroup(const std::string& path, const Cg& cg) {
   const std::string dir = "cg/" + path;
-  fx_.write(dir + "/memory.stat", "anon 0\nfile " + std::to_string(fileMiB << 20) + "\nactive_file " +
-                                      std::to_string(fileMiB << 19) + "\ninactive_file " +
-                                      std::to_string(fileMiB << 19) + "\n");
-  fx_.write(dir + "/memory.reclaim", "");
-  fx_.write(dir + "/cpu.stat", "usage_usec 0\n");
+  fx_.write(dir + "/cpu.stat", "usage_usec " + std::to_string(cg.usage) + "\nuser_usec 0\n");
+  fx_.write(dir + "/memory.pressure", "some avg10=0.00 avg60=0.00 avg300=0.00 total=" + std::to_string(cg.stall) +
+                                          "\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=0\n");
+  fx_.write(dir + "/memory.stat", "anon 0\nfile " + std::to_string(cg.fileMiB << 20) + "\nactive_file " +
+                                      std::to_string(cg.fileMiB << 19) + "\ninactive_file " +
+                                      std::to_string(cg.fileMiB << 19) + "\nworkingset_refault_file " +
+                                      std::to_string(cg.refaults) + "\n");
+}
+
+void FakeMachine::addCgroup(const std::string& path, unsigned long long fileMiB) {
   std::lock_guard<std::mutex> lock(mutex_);
-  cgroupCpu_[path] = {0, 0};
+  Cg& cg = cgroups_[path];
+  cg.fileMiB = fileMiB;
+  fx_.write("cg/" + path + "/memory.reclaim", "");
+  writeCgroup(path, cg);
 }
 
 void FakeMachine::removeCgroup(const std::string& path) {
   std::lock_guard<std::mutex> lock(mutex_);
-  for (auto it = cgroupCpu_.begin(); it != cgroupCpu_.end();) {
+  for (auto it = cgroups_.begin(); it != cgroups_.end();) {
     const bool below = it->first == path || it->first.rfind(path + "/", 0) == 0;
-    it = below ? cgroupCpu_.erase(it) : std::next(it);
+    it = below ? cgroups_.erase(it) : std::next(it);
   }
   fx_.remove("cg/" + path);
 }
 
 void FakeMachine::setCgroupBusy(const std::string& path, unsigned long long usecPerTick) {
   std::lock_guard<std::mutex> lock(mutex_);
-  cgroupCpu_[path].second = usecPerTick;
+  cgroups_[path].usagePerTick = usecPerTick;
+}
+
+void FakeMachine::setCgroupStall(const std::string& path, unsigned long long usecPerTick) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  cgroups_[path].stallPerTick = usecPerTick;
+}
+
+void FakeMachine::setCgroupRefaults(const std::string& path, unsigned long long pagesPerTick) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  cgroups_[path].refaultsPerTick = pagesPerTick;
+}
+
+void FakeMachine::setCgroupFile(const std::string& path, unsigned long long fileMiB) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  cgroups_[path].fileMiB = fileMiB;
 }
 
 }  // namespace reclaimd::testing

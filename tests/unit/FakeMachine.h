@@ -28,13 +28,26 @@ class FakeMachine {
   void removeCgroup(const std::string& path);
   // CPU the cgroup uses, in microseconds per 20 ms update (20000 = one whole CPU).
   void setCgroupBusy(const std::string& path, unsigned long long usecPerTick);
+  // Memory stall in the cgroup's memory.pressure, microseconds per 20 ms update.
+  void setCgroupStall(const std::string& path, unsigned long long usecPerTick);
+  // File pages refaulted per 20 ms update (workingset_refault_file grows).
+  void setCgroupRefaults(const std::string& path, unsigned long long pagesPerTick);
+  // The cgroup's file cache now, in MiB.
+  void setCgroupFile(const std::string& path, unsigned long long fileMiB);
 
  private:
   Fixture& fx_;
   std::atomic<bool> done_{false}, malformed_{false};
   std::atomic<int> busyPerTick_{0};
   std::mutex mutex_;
-  std::map<std::string, std::pair<unsigned long long, unsigned long long>> cgroupCpu_;  // usage, per tick
+  struct Cg {
+    unsigned long long usage = 0, usagePerTick = 0;
+    unsigned long long stall = 0, stallPerTick = 0;
+    unsigned long long refaults = 0, refaultsPerTick = 0;
+    unsigned long long fileMiB = 0;
+  };
+  void writeCgroup(const std::string& path, const Cg& cg);
+  std::map<std::string, Cg> cgroups_;
   std::thread thread_;
 };
 

@@ -1,0 +1,56 @@
+// Refault protection. Pure: fed with a target's workingset_refault_file counter and the time.
+//
+// A page read back soon after it was reclaimed is a refault. After each step the guard
+// watches the target's refaults for `window`; if they exceed what the rate before the step
+// would give by more than `limitPages`, the step cut into the working set, and the target's
+// floor goes up to its current cache for the rest of the idle period.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+
+#include "base/Clock.h"
+
+namespace reclaimd::controller {
+
+struct RefaultConfig {
+  std::chrono::nanoseconds window = std::chrono::seconds(10);
+  std::uint64_t limitPages = 256;  // 1 MiB of 4 KiB pages read back beyond the usual rate
+};
+
+struct RefaultJump {
+  std::uint64_t excessPages = 0;  // refaults beyond the pre-step rate
+  double rateBefore = 0;          // pages per second before the step
+  double rateAfter = 0;           // pages per second since the step
+};
+
+class RefaultGuard {
+ public:
+  explicit RefaultGuard(RefaultConfig config = {}) : config_(config) {}
+
+  // A counter reading outside any watch: keeps the pre-step rate current.
+  void observe(TimePoint at, std::uint64_t refaults);
+  // A step ended at `at` with the counter at `refaults`: start watching.
+  void stepEnded(TimePoint at, std::uint64_t refaults);
+  // A reading while watching: the jump when the limit is passed (the watch then ends), else
+  // nullopt. The watch also ends quietly when its window has passed.
+  std::optional<RefaultJump> check(TimePoint at, std::uint64_t refaults);
+
+  bool watching() const { return watch_.has_value(); }
+  void reconfigure(RefaultConfig config) { config_ = config; }
+
+ private:
+  struct Watch {
+    TimePoint since;
+    std::uint64_t base;
+    double rateBefore;
+  };
+  RefaultConfig config_;
+  std::optional<TimePoint> lastAt_;
+  std::uint64_t last_ = 0;
+  double rate_ = 0;  // pages per second between the last two readings outside a watch
+  std::optional<Watch> watch_;
+};
+
+}  // namespace reclaimd::controller

@@ -1,0 +1,206 @@
+// Pressure: the stall meter, backoff (halt, calm, halving and restoring), refault protection,
+// and events fed through an eventfd (epoll cannot wait on a fixture's regular file) into a step
+// that must halt at the next chunk, with time from an injected clock.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include "controller/Backoff.h"
+#include "controller/Pressure.h"
+#include "controller/ReclaimStep.h"
+#include "controller/Refault.h"
+#include "psi/Meter.h"
+#include "tests/unit/Fixture.h"
+
+namespace reclaimd::controller {
+namespace {
+
+using namespace std::chrono_literals;
+
+TimePoint at(std::chrono::nanoseconds d) { return TimePoint{} + d; }
+
+TEST(Meter, StallOverTheWindow) {
+  psi::Meter m(2s);
+  EXPECT_EQ(m.stallOver(1s), 0us);
+  m.add(at(0s), 1'000);
+  m.add(at(500ms), 11'000);
+  m.add(at(1000ms), 61'000);
+  m.add(at(1500ms), 211'000);
+  EXPECT_EQ(m.stallOver(1s), 200'000us) << "from the reading at 500 ms to the newest";
+  EXPECT_EQ(m.stallOver(500ms), 150'000us);
+  EXPECT_EQ(m.stallOver(10s), 210'000us) << "shorter history: since the oldest reading";
+  m.add(at(2s), 5);  // total went backwards: the cgroup is new
+  EXPECT_EQ(m.stallOver(1s), 0us);
+}
+
+TEST(Backoff, HaltsAtOnceAndResumesAfterTheCalmPeriod) {
+  Backoff b(BackoffConfig{10s, 1.0 / 64});
+  EXPECT_FALSE(b.active());
+  EXPECT_TRUE(b.pressure(at(100s))) << "the first report begins a backoff";
+  EXPECT_TRUE(b.active());
+  EXPECT_FALSE(b.pressure(at(104s))) << "more pressure while backed off only pushes the calm period back";
+  EXPECT_FALSE(b.resume(at(113s))) << "calm counts from the last pressure (104 s)";
+  EXPECT_TRUE(b.resume(at(114s)));
+  EXPECT_FALSE(b.active());
+  EXPECT_FALSE(b.resume(at(200s))) << "resumes once";
+}
+
+TEST(Backoff, StepHalvesPerConsecutiveBackoffAndDoublesBack) {
+  Backoff b(BackoffConfig{1s, 1.0 / 8});
+  EXPECT_DOUBLE_EQ(b.scale(), 1.0);
+  b.pressure(at(0s));
+  EXPECT_DOUBLE_EQ(b.scale(), 0.5);
+  b.resume(at(2s));
+  b.pressure(at(3s));  // no successful step in between: consecutive
+  EXPECT_DOUBLE_EQ(b.scale(), 0.25);
+  EXPECT_EQ(b.consecutive(), 2);
+  b.resume(at(5s));
+  b.pressure(at(6s));
+  b.resume(at(8s));
+  b.pressure(at(9s));
+  EXPECT_DOUBLE_EQ(b.scale(), 0.125) << "down to the minimum, no further";
+  b.resume(at(11s));
+  b.stepSucceeded();
+  EXPECT_DOUBLE_EQ(b.scale(), 0.25) << "restored gradually: doubled per successful step";
+  EXPECT_EQ(b.consecutive(), 0);
+  b.stepSucceeded();
+  b.stepSucceeded();
+  b.stepSucceeded();
+  EXPECT_DOUBLE_EQ(b.scale(), 1.0) << "never above the policy's step";
+}
+
+TEST(Refault, JumpAfterAStepRaisesTheAlarm) {
+  RefaultGuard g(RefaultConfig{10s, 256});
+  // Before the step: 10 refaults per second.
+  g.observe(at(0s), 1000);
+  g.observe(at(1s), 1010);
+  g.stepEnded(at(2s), 1020);
+  EXPECT_TRUE(g.watching());
+  EXPECT_FALSE(g.check(at(3s), 1030).has_value()) << "the usual rate is not a jump";
+  auto jump = g.check(at(4s), 1320);  // 300 pages in 2 s where 20 were expected
+  ASSERT_TRUE(jump.has_value());
+  EXPECT_EQ(jump->excessPages, 280u);
+  EXPECT_DOUBLE_EQ(jump->rateBefore, 10.0);
+  EXPECT_FALSE(g.watching()) << "one alarm per step";
+}
+
+TEST(Refault, QuietWindowEndsTheWatch) {
+  RefaultGuard g(RefaultConfig{5s, 256});
+  g.stepEnded(at(0s), 0);
+  EXPECT_FALSE(g.check(at(4s), 100).has_value());
+  EXPECT_FALSE(g.check(at(6s), 200).has_value());
+  EXPECT_FALSE(g.watching()) << "the window passed without a jump";
+  EXPECT_FALSE(g.check(at(7s), 100000).has_value()) << "refaults long after a step are not its doing";
+}
+
+TEST(Refault, CounterResetIsANewCgroup) {
+  RefaultGuard g;
+  g.stepEnded(at(0s), 5000);
+  EXPECT_FALSE(g.check(at(1s), 10).has_value());
+  EXPECT_FALSE(g.watching());
+}
+
+// A clock the test moves by hand.
+class ManualClock final : public Clock {
+ public:
+  TimePoint now() const override { return now_; }
+  void advance(std::chrono::nanoseconds d) { now_ += d; }
+
+ private:
+  TimePoint now_{};
+};
+
+TEST(PressureWatch, EventHaltsAStepAtTheNextChunkWithinOneWindow) {
+  policies::PressureSettings settings;  // some 150 ms per 1 s window
+  PressureScope scope("build.slice", settings);
+  UniqueFd efd(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
+  ASSERT_TRUE(efd);
+  const int eventFd = efd.get();
+  scope.useEventSource(std::move(efd));
+  PressureWatch watch;
+  ASSERT_TRUE(watch.add(scope, 7).ok());
+
+  ManualClock clock;
+  std::optional<TimePoint> eventAt, haltAt;
+  int chunk = 0;
+  // Each chunk takes 40 ms of (injected) time; the kernel signals pressure during chunk 3.
+  std::uint64_t cache = 1 * kGiB;
+  auto write = [&](std::uint64_t bytes) {
+    clock.advance(40ms);
+    cache -= bytes;
+    if (++chunk == 3) {
+      std::uint64_t one = 1;
+      EXPECT_EQ(::write(eventFd, &one, sizeof one), static_cast<ssize_t>(sizeof one));
+      eventAt = clock.now();
+    }
+    return cgroup::ReclaimWrite{cgroup::ReclaimStatus::Done, 0, 40ms};
+  };
+  auto stop = [&] {
+    for (const WatchEvent& e : watch.take()) {
+      EXPECT_EQ(e.id, 7u);
+      EXPECT_FALSE(e.gone);
+      if (scope.backoff().pressure(clock.now())) haltAt = clock.now();
+    }
+    return scope.backoff().active();
+  };
+  StepOutcome s = runStep(
+      StepLimits{1 * kGiB, 0, 16 * kMiB, 10s, 1.0}, [&] { return std::optional(cache); }, write, stop);
+  EXPECT_EQ(s.end, StepEnd::Stopped);
+  EXPECT_EQ(s.chunks, 3) << "no chunk is written after the event";
+  ASSERT_TRUE(eventAt && haltAt);
+  EXPECT_LE(*haltAt - *eventAt, std::chrono::nanoseconds(settings.window)) << "halted within one window";
+  EXPECT_EQ(scope.events, 0u);  // the daemon counts; here the test handled the event itself
+  EXPECT_TRUE(watch.take().empty()) << "each event is reported once";
+  // Calm: pressure-free for settings.calm (30 s) before resuming.
+  clock.advance(29s);
+  EXPECT_FALSE(scope.backoff().resume(clock.now()));
+  clock.advance(1s);
+  EXPECT_TRUE(scope.backoff().resume(clock.now()));
+  EXPECT_DOUBLE_EQ(scope.backoff().scale(), 0.5) << "the next steps are halved";
+}
+
+TEST(PressureWatch, FixtureFilesGetNoTriggerAndCannotBeWatched) {
+  testing::Fixture fx;
+  const std::string content = "some avg10=0.00 avg60=0.00 avg300=0.00 total=0\n";
+  fx.write("memory.pressure", content);
+  policies::PressureSettings settings;
+  PressureScope scope("fixture", settings);
+  UniqueFd dir(::open(fx.root().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  scope.open(dir.get(), "memory.pressure");
+  EXPECT_TRUE(scope.readable()) << "its totals are read";
+  EXPECT_LT(scope.eventFd(), 0) << "no trigger on a file outside procfs and cgroup2";
+  EXPECT_NE(scope.why().find("not on procfs or cgroup2"), std::string::npos) << scope.why();
+  EXPECT_EQ(fx.read("memory.pressure"), content) << "the trigger text was not written into it";
+  // And epoll refuses a regular file outright.
+  UniqueFd file(::open(fx.path("memory.pressure").c_str(), O_RDWR | O_CLOEXEC));
+  scope.useEventSource(std::move(file));
+  PressureWatch watch;
+  auto added = watch.add(scope, 1);
+  ASSERT_FALSE(added.ok());
+  EXPECT_EQ(added.error().errnoValue(), EPERM);
+}
+
+TEST(PressureScope, TotalsCrossingTheThreshold) {
+  testing::Fixture fx;
+  auto write = [&](unsigned long long total) {
+    fx.write("memory.pressure", "some avg10=0.00 avg60=0.00 avg300=0.00 total=" + std::to_string(total) +
+                                    "\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=0\n");
+  };
+  write(0);
+  policies::PressureSettings settings;  // 150 ms per 1 s
+  PressureScope scope("fixture", settings);
+  UniqueFd dir(::open(fx.root().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  scope.open(dir.get(), "memory.pressure");
+  EXPECT_FALSE(scope.sample(at(0s)));
+  write(100'000);
+  EXPECT_FALSE(scope.sample(at(500ms))) << "100 ms of stall: under the threshold";
+  write(160'000);
+  EXPECT_TRUE(scope.sample(at(1s))) << "160 ms within the last second";
+  EXPECT_EQ(scope.lastStall(), 160'000us);
+  write(170'000);
+  EXPECT_FALSE(scope.sample(at(2100ms))) << "10 ms in the last second";
+}
+
+}  // namespace
+}  // namespace reclaimd::controller
