@@ -33,6 +33,7 @@ import statistics
 import subprocess
 import sys
 import time
+from typing import NamedTuple
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "vm"))
@@ -67,15 +68,29 @@ def _seed_timing(grace):
     return [f"  interval: {_dur(tick)}", f"  sample_period: {_dur(tick)}", "  predict: false"]
 
 
-# Configurations, in table order: name -> (description, policy lines for a grace, or None for
-# no controller). The per-cgroup and pressure variants go here when their policy keys land,
-# e.g. "gradual-cgroups": ("gradual per cgroup", lambda g: ["mode: gradual", ...]).
+class Config(NamedTuple):
+    desc: str
+    policy: object      # grace seconds -> policy lines; None = no controller
+    env: dict = {}      # extra guest environment (e.g. WORK_CGROUP: run the phases in a cgroup)
+    default: bool = True  # part of a run without --configs
+
+
+# Configurations, in table order. The first four are the seed's comparison; the per-cgroup and
+# pressure variants run with --configs (they need a reclaimd with rules and pressure backoff).
 CONFIGS = {
-    "none": ("no controller", None),
-    "dropcache": ("dropcache", lambda g: ["mode: dropcache"] + _idle_keys(g)),
-    "gradual": ("gradual (default policy)", lambda g: ["mode: gradual"] + _idle_keys(g)),
-    "seed-gradual": ("gradual, WSL's fixed 10 s ticks",
-                     lambda g: ["mode: gradual", "idle:", f"  grace: {_dur(g)}"] + _seed_timing(g)),
+    "none": Config("no controller", None),
+    "dropcache": Config("dropcache", lambda g: ["mode: dropcache"] + _idle_keys(g)),
+    "gradual": Config("gradual (default policy)", lambda g: ["mode: gradual"] + _idle_keys(g)),
+    "seed-gradual": Config("gradual, WSL's fixed 10 s ticks", lambda g: [
+        "mode: gradual", "idle:", f"  grace: {_dur(g)}"] + _seed_timing(g)),
+    # the phases run in bench.slice; a rule reclaims it on its own idleness, to the same floor
+    "gradual-cgroup": Config("gradual, per-cgroup rule on the workload's cgroup", lambda g: [
+        "mode: gradual"] + _idle_keys(g) + [
+        "rules:", "  - match: bench.slice", "    idle_source: cgroup", f"    floor: {FLOOR_MIB}M"],
+        {"WORK_CGROUP": "bench.slice"}, False),
+    # the default policy backs off under memory pressure; this is the same without it
+    "gradual-nopressure": Config("gradual without pressure backoff", lambda g: [
+        "mode: gradual"] + _idle_keys(g) + ["pressure:", "  enabled: false"], {}, False),
 }
 
 
@@ -159,7 +174,7 @@ def run_boot(args, kernel, config, plan, durations, out):
     log_dir = os.path.join(out, "logs", f"{kernel}-{config}")
     adds = [(args.reclaimd, "/usr/bin/reclaimd"),
             (os.path.join(HERE, "..", "vm", "guest", "lib.sh"), "/test/lib.sh")]
-    policy_fn = CONFIGS[config][1]
+    policy_fn = CONFIGS[config].policy
     os.makedirs(log_dir, exist_ok=True)
     if policy_fn:
         pol = os.path.join(log_dir, "policy.yaml")
@@ -169,7 +184,8 @@ def run_boot(args, kernel, config, plan, durations, out):
     env = {"CONFIG": config, "PHASES": " ".join(plan), "GRACE_MS": int(grace * 1000),
            "PAUSE_MS": int(pause * 1000), "LONG_MS": int(long_s * 1000),
            "SHORT_MS": int(short_s * 1000), "WARM_CYCLES": args.warm_cycles,
-           "BUILD_GZIP": args.build_gzip, "ARCHIVE_FILES": args.archive_files}
+           "BUILD_GZIP": args.build_gzip, "ARCHIVE_FILES": args.archive_files,
+           **CONFIGS[config].env}
     mon = hostmon.HostMonitor(MEM_MIB)
     budget = plan_seconds(plan, durations, args) + 600
     boot.release = kernels.ensure(kernel).release
@@ -499,7 +515,7 @@ def sanity(rows, boots, configs, grace, plan):
         c.check(len(b.samples) > 10 and len(with_stats) >= 0.8 * len(b.samples),
                 f"{b.kernel} {b.config}: host samples {len(b.samples)}, with balloon stats {len(with_stats)}")
         rc = reclaimd_figures(b)
-        if CONFIGS[b.config][1]:
+        if CONFIGS[b.config].policy:
             c.check(rc.get("reclaimd_exit") == "0", f"{b.kernel} {b.config}: reclaimd ran and exited 0 "
                     f"(exit {rc.get('reclaimd_exit')})")
     for r in rows:
@@ -532,7 +548,7 @@ def sanity(rows, boots, configs, grace, plan):
                 f"{who}: reclaim started {_fmt(d, '{:+.2f}')} s after the grace period ended")
         c.check(r.get("cut50_added_s") is not None,
                 f"{who}: half of the work's footprint returned ({_fmt(r.get('cut50_added_s'), '{:.1f}')} s)")
-        if cfg in ("gradual", "seed-gradual"):
+        if "gradual" in cfg:
             c.check(r.get("reclaimable_end_mib", 1e9) <= FLOOR_MIB * 1.5,
                     f"{who}: reclaimable near the floor at the end ({_fmt(r.get('reclaimable_end_mib'))} MiB)")
         if cfg == "dropcache":
@@ -595,7 +611,8 @@ def main(argv=None):
     g.add_argument("--report", action="store_true", help="redo figures, table and plots from "
                    "--out's raw/ (no VM)")
     p.add_argument("--kernels", help="space-separated series (default: 6.12; --full: '6.12 6.1')")
-    p.add_argument("--configs", help=f"space-separated, from: {' '.join(CONFIGS)} (default all)")
+    p.add_argument("--configs", help=f"space-separated, from: {' '.join(CONFIGS)} (default: "
+                   f"{' '.join(c for c in CONFIGS if CONFIGS[c].default)})")
     p.add_argument("--plan", help="phases per boot (default 'warm build long archive short'; --smoke "
                    "'warm build long'); use 'warm build long archive long' for the archive's "
                    "15-minute figure")
@@ -632,7 +649,7 @@ def main(argv=None):
     for item in a.kernel_plan:
         k, _, ph = item.partition("=")
         kplans[k] = ph
-    configs = (a.configs or " ".join(CONFIGS)).split()
+    configs = (a.configs or " ".join(c for c in CONFIGS if CONFIGS[c].default)).split()
     for c in configs:
         if c not in CONFIGS:
             p.error(f"unknown configuration {c}")

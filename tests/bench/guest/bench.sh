@@ -8,6 +8,7 @@
 #   WARM_CYCLES   warm rereads, each after a pause of PAUSE_MS
 #   BUILD_GZIP    how many of the 64 source directories the build compresses (all are read)
 #   ARCHIVE_FILES how many of the 4 archive files the archive phase streams
+#   WORK_CGROUP   if set, the phases run in this cgroup (created under /sys/fs/cgroup)
 # /etc/bench/policy.yaml present = start reclaimd with it; absent = no controller.
 #
 # Idle-sensitive: between the work phases only shell builtins run (lib.sh's rule), and the
@@ -101,6 +102,10 @@ idle() { # idle NAME MS: stay quiet; figures at both ends
 if [ -e /etc/bench/policy.yaml ]; then
 	reclaimd --config /etc/bench/policy.yaml &
 	PID=$!
+fi
+if [ -n "$WORK_CGROUP" ]; then # reclaimd stays in the root cgroup; the work moves
+	mkdir -p "/sys/fs/cgroup/$WORK_CGROUP"
+	echo $$ >"/sys/fs/cgroup/$WORK_CGROUP/cgroup.procs"
 fi
 scenario "$CONFIG"
 sleep 2  # let the balloon driver answer its first statistics request before the baseline
