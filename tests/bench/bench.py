@@ -398,7 +398,8 @@ def render_table(rows, configs, grace, scenarios_done):
         out.append("|---|" + "---|" * len(configs))
 
         def row(label, scen, key, spec="{:.1f}", none="-"):
-            cells = [_fmt(get.get((c, scen), {}).get(key), spec, none) for c in configs]
+            cells = [_fmt(get[(c, scen)].get(key), spec, none) if (c, scen) in get and
+                     "error" not in get[(c, scen)] else "-" for c in configs]
             out.append(f"| {label} | " + " | ".join(cells) + " |")
 
         for scen, name in (("build", "Build"), ("archive", "Archive")):
@@ -453,7 +454,7 @@ def plot(out, boots, kernel, grace, configs, scenarios_done, title):
             xr[scen] = (min(lo, start - we), max(hi, stop - we))
             with open(os.path.join(ddir, f"{kernel}-{b.config}-{scen}.dat"), "w") as fh:
                 for s in b.samples:
-                    if start <= s.t <= stop + 1:
+                    if start <= s.t <= stop:
                         cache = (s.guest_cache_kib - off) / 1024 if s.guest_cache_kib >= 0 else "NaN"
                         fh.write(f"{s.t - we:.2f} {s.rss_kib / 1024:.1f} {cache}\n")
             if b.config == configs[0]:
@@ -462,29 +463,40 @@ def plot(out, boots, kernel, grace, configs, scenarios_done, title):
                     wa, _ = b.mark("warm_start", "warm")
                     if wa:
                         marks[scen]["warm"] = wa - we
+    # columns: (data, x range, title); the build's also zoomed on the grace end, where the
+    # seed's gradual figures are (reclaim start, cache at +20 s, footprint at +30 s)
+    panels = []
+    for scen in cols:
+        lo, hi = xr.get(scen, (-1, 1))
+        panels.append((scen, (lo, hi + 1), scen))
+        if scen == "build":
+            panels.append((scen, (0.75 * grace, max(1.5 * grace, grace + 20)),
+                           "build, around the grace end"))
     png = os.path.join(out, f"plot-{kernel}.png")
-    gp = [f'set terminal pngcairo size {700 * len(cols)},760 font "sans,9"',
+    gp = [f'set terminal pngcairo size {560 * len(panels)},760 font "sans,9"',
           f'set output "{png}"', "set datafile missing 'NaN'",
-          f'set multiplot layout 2,{len(cols)} title "{title}"',
+          f'set multiplot layout 2,{len(panels)} title "{title}"',
           "set grid", "set key right center", "set xlabel 'seconds since the end of the work'"]
     colours = ["#444444", "#d62728", "#1f77b4", "#2ca02c", "#9467bd", "#ff7f0e"]
     for panel, (col, ylabel) in enumerate(((2, "host: QEMU RSS, MiB"), (3, "guest file cache, MiB"))):
-        for scen in cols:
+        for scen, (lo, hi), name in panels:
             m = marks.get(scen, {})
             gp.append("unset arrow; unset label; unset object")
             gp.append(f"set object 1 rect from {m.get('work', 0):.1f}, graph 0 to 0, graph 1 "
                       "fc rgb '#f0e0c0' fs solid 0.5 noborder behind")
-            gp.append(f"set label 1 '{scen}' at {m.get('work', 0):.1f}, graph 0.97 left offset 0.3,0")
-            lo, hi = xr.get(scen, (-1, 1))
-            gp.append(f"set xrange [{lo:.0f}:{hi + 1:.0f}]")
+            inside = lo <= m.get("work", 0)  # labels are not clipped: only those in range
+            if inside:
+                gp.append(f"set label 1 '{scen}' at {m.get('work', 0):.1f}, graph 0.97 left offset 0.3,0")
+            gp.append(f"set xrange [{lo:.1f}:{hi:.1f}]")
             if "warm" in m:
                 gp.append(f"set object 2 rect from {m['warm']:.1f}, graph 0 to {m['work']:.1f}, graph 1 "
                           "fc rgb '#e0ecf8' fs solid 0.5 noborder behind")
-                gp.append(f"set label 2 'warm reread' at {m['warm']:.1f}, graph 0.92 left offset 0.3,0")
+                if inside:
+                    gp.append(f"set label 2 'warm reread' at {m['warm']:.1f}, graph 0.92 left offset 0.3,0")
             gp.append(f"set arrow 1 from {grace:g}, graph 0 to {grace:g}, graph 1 nohead dt 2 lc rgb '#888888'")
             gp.append(f"set label 3 'grace end' at {grace:g}, graph 0.55 left offset 0.3,0 tc rgb '#666666'")
             gp.append(f"set ylabel '{ylabel}'")
-            gp.append(f"set title '{scen}: {'footprint on the host' if panel == 0 else 'guest page cache (balloon stats)'}'")
+            gp.append(f"set title '{name}: {'footprint on the host' if panel == 0 else 'guest page cache (balloon stats)'}'")
             gp.append("set yrange [0:*]")
             parts = []
             for i, c in enumerate(configs):
