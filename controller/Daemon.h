@@ -110,6 +110,9 @@ class Daemon {
   std::optional<PressureScope> machinePressure_;  // watch id 0
   std::uint32_t nextScopeId_ = 1;
   std::optional<KeptFile> vmstat_;
+  // Time spent inside memory.reclaim writes, cumulative: our own memory stall, subtracted from
+  // the machine's pressure (PSI charges it to reclaimd's cgroup, so the root sees it).
+  std::chrono::microseconds ownStall_{0};
   bool dropPausedLogged_ = false;
   bool cgroupPollingLogged_ = false;
   std::chrono::nanoseconds tick_{10'000'000};  // one USER_HZ tick; set from sysconf

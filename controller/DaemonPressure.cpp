@@ -84,8 +84,15 @@ void Daemon::handlePressureEvents(TimePoint now) {
     }
     ++scope->events;
     // The event says the threshold was crossed; read the total now for the numbers, and
-    // because the kernel sends no other event in this window.
-    scope->sample(now);
+    // because the kernel sends no other event in this window. The machine's total includes
+    // reclaimd's own stall: an event that our own writes account for is not pressure.
+    const bool machine = machinePressure_ && scope == &*machinePressure_;
+    const bool crossed = scope->sample(now, machine ? ownStall_ : std::chrono::microseconds(0));
+    if (machine && !crossed) {
+      spdlog::debug("event=pressure_ignored scope=machine reason=\"our own reclaim stall\" stall_ms={:.1f}",
+                    ms(scope->lastStall()));
+      continue;
+    }
     reportPressure(*scope, now, "trigger");
   }
 }
@@ -101,7 +108,8 @@ void Daemon::reportPressure(PressureScope& scope, TimePoint now, const char* sou
 }
 
 void Daemon::samplePressure(PressureScope& scope, TimePoint now) {
-  if (scope.sample(now)) reportPressure(scope, now, "total");
+  const bool machine = machinePressure_ && &scope == &*machinePressure_;
+  if (scope.sample(now, machine ? ownStall_ : microseconds(0))) reportPressure(scope, now, "total");
   if (scope.backoff().resume(now)) {
     spdlog::info("event=resume scope={} calm_s={:.0f} stall_ms={:.1f} step_scale={}", scope.label(),
                  duration<double>(now - scope.backoff().lastPressure()).count(), ms(scope.lastStall()),

@@ -155,7 +155,11 @@ std::int64_t Daemon::reclaimTarget(Target& t, std::uint64_t bytes, std::uint64_t
         auto now = readMeminfo();
         return now ? std::optional(now->reclaimable()) : std::nullopt;
       },
-      [&](std::uint64_t chunk) { return (*file)->write(chunk, format); },
+      [&](std::uint64_t chunk) {
+        const cgroup::ReclaimWrite w = (*file)->write(chunk, format);
+        ownStall_ += duration_cast<microseconds>(w.took);
+        return w;
+      },
       // Between chunks: a signal, or pressure on the machine or this target, ends the step.
       [&] { return stopRequested() || (pressed = pressureStops(t)); },
       [&](std::uint64_t asked, const cgroup::ReclaimWrite& w, std::int64_t freed) {

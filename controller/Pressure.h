@@ -33,19 +33,25 @@ class PressureScope {
   // Opens `file` in `dirFd` for its totals and registers a trigger on it; what fails is kept
   // in why() (totals unreadable: no pressure watching at all; trigger refused: polling).
   void open(int dirFd, const std::string& file);
-  // Uses `fd` as the event source (tests: an eventfd) instead of a PSI trigger.
+  // Uses the eventfd `fd` as the event source instead of a PSI trigger (tests).
   void useEventSource(UniqueFd fd);
   // Stops using the event source (not pollable, or its cgroup went away): totals only.
   void dropEventSource(std::string why);
 
   int eventFd() const { return events_ ? events_.get() : -1; }
+  // An eventfd signals with EPOLLIN and must be read; a PSI trigger signals with EPOLLPRI only
+  // (its poll always reports EPOLLIN|EPOLLOUT too, so EPOLLIN must never be asked of it).
+  bool eventIsEventfd() const { return eventfd_; }
   bool readable() const { return totals_.has_value(); }
   const std::string& why() const { return why_; }
   const std::string& label() const { return label_; }
   std::string triggerText() const { return psi::triggerText(spec_); }
 
   // Reads `total` at `now`: true when the stall in the last window reached the threshold.
-  bool sample(TimePoint now);
+  // `own` is the stall reclaimd caused itself so far (cumulative; see Daemon::ownStall_): a
+  // memory.reclaim write puts the writer in memstall, which PSI charges to reclaimd's cgroup and
+  // so to the machine, and must not make reclaimd back off from its own work.
+  bool sample(TimePoint now, std::chrono::microseconds own = std::chrono::microseconds(0));
   std::chrono::microseconds lastStall() const { return lastStall_; }
   std::chrono::microseconds threshold() const { return spec_.stall; }
   std::chrono::microseconds window() const { return spec_.window; }
@@ -58,6 +64,7 @@ class PressureScope {
   std::string label_;
   psi::TriggerSpec spec_;
   UniqueFd events_;
+  bool eventfd_ = false;
   std::optional<KeptFile> totals_;
   psi::Meter meter_;
   Backoff backoff_;
@@ -77,7 +84,7 @@ class PressureWatch {
   PressureWatch();
   int fd() const { return epoll_.get(); }
 
-  // Watches `scope`'s event fd under `id`. Errors: the epoll_ctl errno (EPERM: the fd cannot
+  // Watches `scope`'s event fd under `id` (ids are 31 bits). Errors: the epoll_ctl errno (EPERM: the fd cannot
   // be waited on, e.g. a regular file standing in for a pressure file).
   Result<void> add(const PressureScope& scope, std::uint32_t id);
 

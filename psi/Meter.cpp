@@ -17,7 +17,11 @@ std::chrono::microseconds Meter::stallOver(std::chrono::nanoseconds window) cons
     if (r.at > newest.at - window) break;
     anchor = &r;
   }
-  return std::chrono::microseconds(newest.total - anchor->total);
+  const std::uint64_t grown = newest.total - anchor->total;
+  const auto span = newest.at - anchor->at;
+  if (span <= window) return std::chrono::microseconds(grown);
+  return std::chrono::microseconds(static_cast<std::uint64_t>(static_cast<double>(grown) * static_cast<double>(window.count()) /
+                                                               static_cast<double>(span.count())));
 }
 
 }  // namespace reclaimd::psi

@@ -20,7 +20,9 @@ class Meter {
 
   // Stall time in the last `window` before the newest reading: the growth of `total` since the
   // newest reading at or before (newest - window), or since the oldest reading when history is
-  // shorter. 0 with fewer than two readings.
+  // shorter. When that reading is older than the window (readings were sparse), the growth is
+  // scaled to the window: the average rate is all the readings can tell. 0 with fewer than two
+  // readings.
   std::chrono::microseconds stallOver(std::chrono::nanoseconds window) const;
 
   bool empty() const { return readings_.empty(); }

@@ -30,6 +30,10 @@ TEST(Meter, StallOverTheWindow) {
   EXPECT_EQ(m.stallOver(1s), 200'000us) << "from the reading at 500 ms to the newest";
   EXPECT_EQ(m.stallOver(500ms), 150'000us);
   EXPECT_EQ(m.stallOver(10s), 210'000us) << "shorter history: since the oldest reading";
+  psi::Meter sparse(2s);
+  sparse.add(at(0s), 0);
+  sparse.add(at(20s), 1'200'000);
+  EXPECT_EQ(sparse.stallOver(1s), 60'000us) << "1.2 s of stall over 20 s is 60 ms per second, not 1.2 s in one";
   m.add(at(2s), 5);  // total went backwards: the cgroup is new
   EXPECT_EQ(m.stallOver(1s), 0us);
 }
