@@ -1,7 +1,18 @@
 #include "base/Log.h"
 
 #include <spdlog/async.h>
+#include <spdlog/sinks/base_sink.h>
 #include <spdlog/sinks/stdout_sinks.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+#include <syslog.h>
+#define SD_JOURNAL_SUPPRESS_LOCATION
+#include <systemd/sd-journal.h>
+
+#include <cctype>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
 
 namespace reclaimd {
 
@@ -15,13 +26,101 @@ std::optional<spdlog::level::level_enum> parseLogLevel(std::string_view name) {
   return std::nullopt;
 }
 
+std::vector<std::string> journalFields(std::string_view message) {
+  std::vector<std::string> out;
+  std::size_t pos = 0;
+  while (pos < message.size()) {
+    while (pos < message.size() && message[pos] == ' ') ++pos;
+    const std::size_t eq = message.find('=', pos);
+    const std::size_t space = message.find(' ', pos);
+    if (eq == std::string_view::npos || (space != std::string_view::npos && space < eq)) {
+      if (space == std::string_view::npos) break;
+      pos = space + 1;  // a word without '=': not a field
+      continue;
+    }
+    std::string key = "RECLAIMD_";
+    bool valid = eq > pos;
+    for (std::size_t i = pos; i < eq; ++i) {
+      const char c = message[i];
+      if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_') valid = false;
+      key.push_back(static_cast<char>(std::toupper(static_cast<unsigned char>(c))));
+    }
+    std::string value;
+    pos = eq + 1;
+    if (pos < message.size() && message[pos] == '"') {
+      for (++pos; pos < message.size() && message[pos] != '"'; ++pos) {
+        if (message[pos] == '\\' && pos + 1 < message.size()) ++pos;
+        value.push_back(message[pos]);
+      }
+      ++pos;
+    } else {
+      const std::size_t end = message.find(' ', pos);
+      value = std::string(message.substr(pos, end == std::string_view::npos ? std::string_view::npos : end - pos));
+      pos = end == std::string_view::npos ? message.size() : end;
+    }
+    if (valid) out.push_back(key + "=" + value);
+  }
+  return out;
+}
+
+bool stderrIsJournal() {
+  const char* stream = std::getenv("JOURNAL_STREAM");
+  if (stream == nullptr) return false;
+  struct stat st{};
+  if (::fstat(2, &st) != 0) return false;
+  unsigned long long dev = 0, ino = 0;
+  if (std::sscanf(stream, "%llu:%llu", &dev, &ino) != 2) return false;
+  return dev == st.st_dev && ino == st.st_ino;
+}
+
+namespace {
+
+int priorityOf(spdlog::level::level_enum level) {
+  switch (level) {
+    case spdlog::level::trace:
+    case spdlog::level::debug: return LOG_DEBUG;
+    case spdlog::level::info: return LOG_INFO;
+    case spdlog::level::warn: return LOG_WARNING;
+    case spdlog::level::err: return LOG_ERR;
+    case spdlog::level::critical: return LOG_CRIT;
+    case spdlog::level::off:
+    case spdlog::level::n_levels: break;
+  }
+  return LOG_INFO;
+}
+
+// Sends each message to journald with its key=value fields as RECLAIMD_* fields, so
+// `journalctl RECLAIMD_EVENT=reclaim_step RECLAIMD_CGROUP=build.slice` finds the steps.
+class JournalSink final : public spdlog::sinks::base_sink<std::mutex> {
+ protected:
+  void sink_it_(const spdlog::details::log_msg& msg) override {
+    const std::string_view text(msg.payload.data(), msg.payload.size());
+    std::vector<std::string> fields = journalFields(text);
+    fields.push_back("MESSAGE=" + std::string(text));
+    fields.push_back("PRIORITY=" + std::to_string(priorityOf(msg.level)));
+    fields.push_back("SYSLOG_IDENTIFIER=reclaimd");
+    std::vector<iovec> iov;
+    iov.reserve(fields.size());
+    for (auto& f : fields) iov.push_back(iovec{f.data(), f.size()});
+    sd_journal_sendv(iov.data(), static_cast<int>(iov.size()));
+  }
+  void flush_() override {}
+};
+
+}  // namespace
+
 void initLogging(spdlog::level::level_enum level) {
   // 8192 lines is minutes of the busiest logging reclaimd does; beyond that the oldest
   // lines go rather than the loop waiting on a slow consumer.
   constexpr std::size_t kQueueLines = 8192;
   spdlog::init_thread_pool(kQueueLines, 1);
-  auto logger = spdlog::create_async_nb<spdlog::sinks::stderr_sink_mt>("reclaimd");
-  logger->set_pattern("%Y-%m-%dT%H:%M:%S.%f %l %v");
+  std::shared_ptr<spdlog::logger> logger;
+  if (stderrIsJournal()) {
+    logger = spdlog::create_async_nb<JournalSink>("reclaimd");
+  } else {
+    logger = spdlog::create_async_nb<spdlog::sinks::stderr_sink_mt>("reclaimd");
+    logger->set_pattern("%Y-%m-%dT%H:%M:%S.%f %l %v");
+  }
   logger->set_level(level);
   logger->flush_on(spdlog::level::trace);
   spdlog::set_default_logger(logger);

@@ -9,6 +9,8 @@
 #include <spdlog/spdlog.h>
 
 #include <optional>
+#include <string>
+#include <vector>
 #include <string_view>
 
 namespace reclaimd {
@@ -16,8 +18,18 @@ namespace reclaimd {
 // "trace" | "debug" | "info" | "warn" | "error" | "off".
 std::optional<spdlog::level::level_enum> parseLogLevel(std::string_view name);
 
-// Installs the default logger (stderr, asynchronous). Safe to call once at start.
+// Installs the default logger, asynchronous: to journald with structured fields when stderr is
+// connected to the journal (systemd sets JOURNAL_STREAM to its device:inode), else key=value
+// lines on stderr. Safe to call once at start.
 void initLogging(spdlog::level::level_enum level);
+
+// The journal fields for one message: "event=step cgroup=/ asked_mib=64.0" gives
+// RECLAIMD_EVENT=step, RECLAIMD_CGROUP=/, RECLAIMD_ASKED_MIB=64.0 (quoted values unquoted).
+// Exposed for tests.
+std::vector<std::string> journalFields(std::string_view message);
+
+// True when stderr is the journal stream systemd announced in JOURNAL_STREAM.
+bool stderrIsJournal();
 
 // Flushes and stops the logging thread; call before exit.
 void shutdownLogging();

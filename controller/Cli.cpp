@@ -2,12 +2,18 @@
 
 #include <CLI/CLI.hpp>
 
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
 #include <cstdio>
+#include <cstring>
 #include <iostream>
 
 #include "base/Log.h"
 #include "base/Units.h"
 #include "controller/Daemon.h"
+#include "controller/Endpoints.h"
 #include "controller/ExitCodes.h"
 #include "controller/ModeChoice.h"
 #include "controller/Probe.h"
@@ -29,6 +35,7 @@ struct Common {
   std::string cgroupRoot;
   std::string logLevel = "info";
   bool dryRun = false;
+  EndpointOptions endpoints;
 };
 
 Paths pathsOf(const Common& c) { return Paths{c.procRoot, c.cgroupRoot}; }
@@ -53,7 +60,19 @@ int commandRun(const Common& c) {
     return kExitConfig;
   }
   RealClock clock;
-  Daemon daemon(DaemonOptions{pathsOf(c), c.config, c.dryRun}, *policy, clock);
+  if (!c.endpoints.metricsListen.empty()) {
+    if (auto address = parseLoopback(c.endpoints.metricsListen); !address) {
+      spdlog::error("event=usage error=\"{}\"", address.error().message());
+      shutdownLogging();
+      return kExitUsage;
+    }
+  }
+  DaemonOptions options;
+  options.paths = pathsOf(c);
+  options.endpoints = c.endpoints;
+  options.configPath = c.config;
+  options.dryRun = c.dryRun;
+  Daemon daemon(options, *policy, clock);
   const int code = daemon.run();
   spdlog::info("event=exit code={}", code);
   shutdownLogging();
@@ -74,6 +93,46 @@ int commandProbe(const Common& c) {
   if (mode.mode == policies::Mode::Gradual) std::cout << " (" << toString(mode.format) << ")";
   std::cout << "\nreason: " << mode.reason << "\n";
   return mode.unusable ? kExitUnavailable : kExitOk;
+}
+
+// Connects to the daemon's status socket and prints what it says.
+int commandStatus(const std::string& socketPath) {
+  UniqueFd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  sockaddr_un addr{};
+  if (socketPath.size() >= sizeof addr.sun_path) {
+    std::cerr << "status socket path too long: " << socketPath << "\n";
+    return kExitUsage;
+  }
+  addr.sun_family = AF_UNIX;
+  std::memcpy(addr.sun_path, socketPath.c_str(), socketPath.size() + 1);
+  if (!fd || ::connect(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+    std::cerr << "reclaimd is not running, or not reachable at " << socketPath << ": " << std::strerror(errno) << "\n";
+    return kExitUnavailable;
+  }
+  // Answers come at once; a daemon that does not answer within the readiness probe's 5 s is
+  // reported, not waited on forever.
+  timeval timeout{5, 0};
+  ::setsockopt(fd.get(), SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof timeout);
+  std::string text;
+  char buf[4096];
+  for (;;) {
+    const ssize_t n = ::read(fd.get(), buf, sizeof buf);
+    if (n > 0) {
+      text.append(buf, static_cast<std::size_t>(n));
+      continue;
+    }
+    if (n < 0) {
+      std::cerr << "reading the status from " << socketPath << ": " << std::strerror(errno) << "\n";
+      return kExitFailure;
+    }
+    break;
+  }
+  if (text.empty()) {
+    std::cerr << "reclaimd at " << socketPath << " closed without an answer (only root may ask)\n";
+    return kExitFailure;
+  }
+  std::cout << text;
+  return kExitOk;
 }
 
 int commandCheckConfig(const std::string& file, const std::vector<std::string>& explainPaths) {
@@ -137,9 +196,19 @@ int runCli(int argc, char** argv) {
       ->capture_default_str()
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "warning", "error", "off"}));
   app.add_flag("--dry-run", c.dryRun, "decide and log, write nothing (the probe's zero-byte requests aside)");
+  app.add_option("--status-socket", c.endpoints.statusSocket,
+                 "unix socket that `reclaimd status` reads (root only; \"\" for none)")
+      ->capture_default_str();
+  app.add_option("--metrics-file", c.endpoints.metricsFile,
+                 "Prometheus textfile for node_exporter, rewritten atomically every 10s (default: none)");
+  app.add_option("--metrics-listen", c.endpoints.metricsListen,
+                 "serve Prometheus metrics over HTTP at /metrics on a loopback HOST:PORT (default: off)");
 
   auto* run = app.add_subcommand("run", "run the daemon (the default)");
   auto* probeCmd = app.add_subcommand("probe", "print what this kernel supports and the mode that would run");
+  auto* statusCmd = app.add_subcommand("status", "ask the running daemon what it is doing");
+  std::string statusSocket = kDefaultStatusSocket;
+  statusCmd->add_option("--socket", statusSocket, "the daemon's status socket")->capture_default_str();
   std::string checkFile;
   std::vector<std::string> explainPaths;
   auto* check = app.add_subcommand("check-config", "validate a policy file without running");
@@ -155,6 +224,7 @@ int runCli(int argc, char** argv) {
     return code == 0 ? kExitOk : kExitUsage;
   }
   if (*probeCmd) return commandProbe(c);
+  if (*statusCmd) return commandStatus(statusSocket);
   if (*check) return commandCheckConfig(checkFile, explainPaths);
   (void)run;
   return commandRun(c);

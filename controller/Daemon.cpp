@@ -10,6 +10,7 @@
 
 #include <csignal>
 #include <cstring>
+#include <ctime>
 
 #include "base/Log.h"
 #include "base/Units.h"
@@ -67,7 +68,8 @@ Result<void> Daemon::setUp() {
   if (!timer_) return errnoError(errno, "timerfd_create");
   epoll_.reset(::epoll_create1(EPOLL_CLOEXEC));
   if (!epoll_) return errnoError(errno, "epoll_create1");
-  for (int fd : {signals_.get(), timer_.get(), watch_.fd()}) {
+  if (auto opened = endpoints_.open(options_.endpoints); !opened) return opened;
+  for (int fd : {signals_.get(), timer_.get(), watch_.fd(), endpoints_.fd()}) {
     epoll_event ev{};
     ev.events = EPOLLIN;
     ev.data.fd = fd;
@@ -167,7 +169,9 @@ int Daemon::run() {
       toString(mode_.mode), options_.dryRun, formatDuration(idle.grace), formatDuration(idle.interval),
       formatDuration(idle.samplePeriod), idle.thresholdPercent, formatMiB(policy_.reclaim.floor),
       policy_.reclaim.compact && caps_.compactMemory, policy_.rules.size());
+  started_ = clock_.now();
   onTimer();  // the first sample is the baseline; take it now rather than a period late
+  notifier_.ready(statusLine());
 
   while (!stop_) {
     epoll_event events[4];
@@ -183,11 +187,17 @@ int Daemon::run() {
     }
     for (int i = 0; i < n && !stop_; ++i) {
       if (events[i].data.fd == watch_.fd()) handlePressureEvents(clock_.now());
+      if (events[i].data.fd == endpoints_.fd()) {
+        endpoints_.serve([this] { return formatStatus(snapshot()); }, [this] { return formatMetrics(snapshot()); },
+                         clock_.now());
+      }
     }
     for (int i = 0; i < n && !stop_; ++i) {
       if (events[i].data.fd == timer_.get()) onTimer();
     }
   }
+  notifier_.stopping();
+  endpoints_.writeMetricsFile([this] { return formatMetrics(snapshot()); }, clock_.now(), true);
   return exitCode_;
 }
 
@@ -258,6 +268,8 @@ void Daemon::scheduleNext(TimePoint now, const IdleVerdict& verdict) {
     }
   }
   if (targets_ && !policy_.rules.empty()) next = std::min(next, std::max(targets_->lastWalk() + kWalkPeriod, now + 1ms));
+  // systemd's watchdog is pinged from the tick: never sleep past half its timeout.
+  if (auto interval = notifier_.watchdogInterval()) next = std::min(next, now + *interval);
   if (auto armed = armTimer(next); !armed) {
     spdlog::error("event=timer_failed error={}", quoted(armed.error().message()));
     stop_ = true;
@@ -311,6 +323,7 @@ void Daemon::tick(TimePoint now) {
   auto sample = readSample(now);
   if (!sample) {
     // A malformed sample is skipped; the windows keep their history.
+    notifier_.watchdog();
     scheduleNext(now, IdleVerdict{});
     return;
   }
@@ -323,6 +336,7 @@ void Daemon::tick(TimePoint now) {
     period_ = PeriodState{};
   }
   if (v.periodStarted) {
+    ++idlePeriods_;
     auto mem = readMeminfo();
     spdlog::info("event=idle_entered window_busy_pct={:.3f} interval_busy_pct={:.3f} reclaimable_mib={}",
                  v.windowPercent, v.intervalPercent, mem ? formatMiB(mem->reclaimable()) : "?");
@@ -354,6 +368,9 @@ void Daemon::tick(TimePoint now) {
       break;
     case policies::Mode::Gradual: gradualTick(now, v); break;
   }
+  notifier_.watchdog();
+  notifier_.status(statusLine());
+  endpoints_.writeMetricsFile([this] { return formatMetrics(snapshot()); }, now);
   scheduleNext(now, v);
 }
 
@@ -374,6 +391,9 @@ void Daemon::dropCaches(const proc::Meminfo& before) {
     spdlog::error("event=dropcache error={} took_ms={:.1f}", quoted(result.error().message()), toMs(took));
     return;
   }
+  ++dropcaches_;
+  noteAction("dropped caches, " + formatMiB(before.reclaimable() > afterBytes ? before.reclaimable() - afterBytes : 0) +
+             " MiB freed");
   spdlog::info("event=dropcache freed_mib={} took_ms={:.1f} reclaimable_before_mib={} reclaimable_after_mib={}",
                formatMiBSigned(static_cast<std::int64_t>(before.reclaimable()) - static_cast<std::int64_t>(afterBytes)),
                toMs(took), formatMiB(before.reclaimable()), formatMiB(afterBytes));
@@ -392,17 +412,21 @@ void Daemon::compact() {
     spdlog::warn("event=compact error={} took_ms={:.1f}", quoted(result.error().message()), toMs(took));
     return;
   }
+  ++compactions_;
   spdlog::info("event=compact took_ms={:.1f}", toMs(took));
 }
 
 void Daemon::reload() {
+  notifier_.reloading();
   if (options_.configPath.empty()) {
     spdlog::info("event=reload result=unchanged reason=\"no --config file; the built-in policy stays\"");
+    notifier_.ready(statusLine());
     return;
   }
   auto loaded = policies::loadPolicyFile(options_.configPath);
   if (!loaded) {
     spdlog::error("event=reload result=rejected keeping=previous error={}", quoted(loaded.error().message()));
+    notifier_.ready(statusLine());
     return;
   }
   policy_ = std::move(*loaded);
@@ -411,6 +435,61 @@ void Daemon::reload() {
   spdlog::info("event=reload result=applied mode={} grace={} floor_mib={} rules={}", toString(mode_.mode),
                formatDuration(policy_.idle.grace), formatMiB(policy_.reclaim.floor), policy_.rules.size());
   tick(clock_.now());  // judge at once under the new settings, and reschedule
+  notifier_.ready(statusLine());
+}
+
+void Daemon::noteAction(const std::string& what) {
+  const auto t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+  std::tm tm{};
+  localtime_r(&t, &tm);
+  char when[32];
+  std::strftime(when, sizeof when, "%H:%M:%S", &tm);
+  lastAction_ = std::string(when) + " " + what;
+}
+
+std::string Daemon::statusLine() const {
+  std::string line = std::string(toString(mode_.mode));
+  if (mode_.mode == policies::Mode::Gradual) line += std::string(" (") + toString(mode_.format) + ")";
+  line += std::string(", machine ") + toString(verdict_.state);
+  line += ", reclaimed " + formatBytes(reclaimedTotal_) + " in " + std::to_string(stepsTotal_) + " steps";
+  if (machinePressure_ && machinePressure_->backoff().active()) line += ", backed off (pressure)";
+  if (!lastAction_.empty()) line += ", last: " + lastAction_;
+  return line;
+}
+
+Status Daemon::snapshot() const {
+  Status s;
+  s.version = RECLAIMD_VERSION_STRING;
+  s.requestedMode = toString(policy_.reclaimMode());
+  s.effectiveMode = toString(mode_.mode);
+  s.format = toString(mode_.format);
+  s.reason = mode_.reason;
+  s.dryRun = options_.dryRun;
+  s.uptimeSeconds = std::chrono::duration<double>(clock_.now() - started_).count();
+  s.idleState = toString(verdict_.state);
+  s.windowBusyPercent = verdict_.windowPercent;
+  s.idlePeriods = idlePeriods_;
+  s.reclaimedBytes = reclaimedTotal_;
+  s.steps = stepsTotal_;
+  s.partial = partialTotal_;
+  s.writeSeconds = writeSecondsTotal_;
+  s.dropcaches = dropcaches_;
+  s.compactions = compactions_;
+  s.floorRaises = floorRaises_;
+  auto scope = [](const PressureScope& p) {
+    return ScopeStatus{p.label(), p.watch(), p.backoff().active(), p.events, p.backoffs, p.backoff().scale()};
+  };
+  if (machinePressure_) s.pressure.push_back(scope(*machinePressure_));
+  if (targets_) {
+    for (const Target& t : targets_->all()) {
+      if (t.pressure) s.pressure.push_back(scope(*t.pressure));
+      s.targets.push_back(TargetStatus{t.label(), t.gov.rule < 0 ? "machine" : std::to_string(t.gov.rule + 1),
+                                       toString(t.gov.mode), t.idle, t.pressure && t.pressure->backoff().active(),
+                                       t.floor(), t.reclaimedBytes, t.steps, t.partialSteps, t.writeSeconds,
+                                       t.lastAction});
+    }
+  }
+  return s;
 }
 
 }  // namespace reclaimd::controller

@@ -14,7 +14,10 @@
 #include "base/UniqueFd.h"
 #include "controller/Decide.h"
 #include "controller/IdleDetector.h"
+#include "controller/Endpoints.h"
 #include "controller/ModeChoice.h"
+#include "controller/Notify.h"
+#include "controller/Status.h"
 #include "controller/Pressure.h"
 #include "controller/Paths.h"
 #include "controller/Probe.h"
@@ -25,6 +28,7 @@ namespace reclaimd::controller {
 
 struct DaemonOptions {
   Paths paths;
+  EndpointOptions endpoints;
   std::string configPath;  // empty: built-in policy; SIGHUP then has nothing to reload
   bool dryRun = false;     // decide and log; write nothing but the probe's zero-byte requests
 };
@@ -84,6 +88,11 @@ class Daemon {
   std::optional<std::uint64_t> readMachineRefaults();
   void checkRefaults(Target& target, TimePoint now);
 
+  // what it is doing
+  Status snapshot() const;
+  std::string statusLine() const;
+  void noteAction(const std::string& what);
+
   void dropCaches(const proc::Meminfo& before);
   void compact();
   bool stopRequested() const;
@@ -117,6 +126,15 @@ class Daemon {
   bool cgroupPollingLogged_ = false;
   std::chrono::nanoseconds tick_{10'000'000};  // one USER_HZ tick; set from sysconf
   double overshoot_ = 0;  // freed per byte asked, learned from the kernel (ReclaimStep.h)
+
+  Endpoints endpoints_;
+  Notifier notifier_;
+  TimePoint started_{};
+  std::string lastAction_;
+  // Totals since start (targets that went away included).
+  std::uint64_t reclaimedTotal_ = 0, stepsTotal_ = 0, partialTotal_ = 0;
+  double writeSecondsTotal_ = 0;
+  std::uint64_t dropcaches_ = 0, compactions_ = 0, floorRaises_ = 0, idlePeriods_ = 0;
 
   bool stop_ = false;
   int exitCode_ = 0;

@@ -99,6 +99,8 @@ void Daemon::handlePressureEvents(TimePoint now) {
 
 void Daemon::reportPressure(PressureScope& scope, TimePoint now, const char* source) {
   if (!scope.backoff().pressure(now)) return;
+  ++scope.backoffs;
+  noteAction("backed off: pressure in " + scope.label());
   spdlog::warn(
       "event=backoff scope={} source={} stall_ms={:.1f} threshold_ms={:.1f} window_ms={:.0f} consecutive={} "
       "step_scale={} resume_after_s={:.0f}",
@@ -144,6 +146,7 @@ void Daemon::checkRefaults(Target& t, TimePoint now) {
   if (!jump) return;
   const std::uint64_t raised = std::max(cache, t.gov.floor);
   t.period.raisedFloor = std::max(raised, t.period.raisedFloor.value_or(0));
+  ++floorRaises_;
   spdlog::warn(
       "event=floor_raised cgroup={} floor_mib={} reason=\"refaults jumped after a step: it cut into the working "
       "set\" excess_pages={} rate_before_pps={:.1f} rate_after_pps={:.1f}",

@@ -158,6 +158,9 @@ std::int64_t Daemon::reclaimTarget(Target& t, std::uint64_t bytes, std::uint64_t
       [&](std::uint64_t chunk) {
         const cgroup::ReclaimWrite w = (*file)->write(chunk, format);
         ownStall_ += duration_cast<microseconds>(w.took);
+        const double seconds = duration<double>(w.took).count();
+        t.writeSeconds += seconds;
+        writeSecondsTotal_ += seconds;
         return w;
       },
       // Between chunks: a signal, or pressure on the machine or this target, ends the step.
@@ -168,7 +171,17 @@ std::int64_t Daemon::reclaimTarget(Target& t, std::uint64_t bytes, std::uint64_t
       });
   overshoot_ = step.overshoot;
   ++t.steps;
-  if (step.freed() > 0) t.reclaimedBytes += static_cast<std::uint64_t>(step.freed());
+  ++stepsTotal_;
+  if (step.status == cgroup::ReclaimStatus::Partial) {
+    ++t.partialSteps;
+    ++partialTotal_;
+  }
+  if (step.freed() > 0) {
+    t.reclaimedBytes += static_cast<std::uint64_t>(step.freed());
+    reclaimedTotal_ += static_cast<std::uint64_t>(step.freed());
+  }
+  noteAction("reclaimed " + formatMiBSigned(step.freed()) + " MiB from " + t.label());
+  t.lastAction = lastAction_;
   if (!pressed && step.freed() > 0) {
     // A step without pressure: the backoff's halving is undone one step at a time.
     if (machinePressure_) machinePressure_->backoff().stepSucceeded();

@@ -39,6 +39,8 @@ class PressureScope {
   void dropEventSource(std::string why);
 
   int eventFd() const { return events_ ? events_.get() : -1; }
+  // "trigger", "polling" or "off", for status and metrics.
+  const char* watch() const { return events_ ? "trigger" : totals_ ? "polling" : "off"; }
   // An eventfd signals with EPOLLIN and must be read; a PSI trigger signals with EPOLLPRI only
   // (its poll always reports EPOLLIN|EPOLLOUT too, so EPOLLIN must never be asked of it).
   bool eventIsEventfd() const { return eventfd_; }
@@ -58,7 +60,8 @@ class PressureScope {
 
   Backoff& backoff() { return backoff_; }
   const Backoff& backoff() const { return backoff_; }
-  std::uint64_t events = 0;  // trigger events seen
+  std::uint64_t events = 0;    // trigger events seen
+  std::uint64_t backoffs = 0;  // backoffs begun
 
  private:
   std::string label_;

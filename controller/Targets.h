@@ -42,6 +42,9 @@ struct Target {
   PeriodState period;  // cleared when the target leaves idle
   std::uint64_t reclaimedBytes = 0;
   std::uint64_t steps = 0;
+  std::uint64_t partialSteps = 0;  // ended in EAGAIN
+  double writeSeconds = 0;
+  std::string lastAction;
   // Pressure in this target's own memory.pressure (not for the root: the machine's scope
   // covers it), and its refaults.
   std::optional<PressureScope> pressure;

@@ -21,7 +21,8 @@ class DaemonPressureTest : public ::testing::Test {
     fx_.write("policy.yaml", policy);
     return std::make_unique<Process>(
         std::vector<std::string>{RECLAIMD_BINARY, "--proc-root", fx_.path("proc"), "--cgroup-root", fx_.path("cg"),
-                                 "--config", fx_.path("policy.yaml"), "--log-level", "debug"},
+                                 "--config", fx_.path("policy.yaml"), "--log-level", "debug",
+                                     "--status-socket", fx_.path("status.sock")},
         fx_.path("log"));
   }
   std::string log() const { return fx_.read("log"); }

@@ -24,7 +24,8 @@ class DaemonTest : public ::testing::Test {
 
   std::unique_ptr<Process> start(std::vector<std::string> extra = {}) {
     std::vector<std::string> argv = {RECLAIMD_BINARY, "--proc-root", fx_.path("proc"), "--cgroup-root",
-                                     fx_.path("cg"), "--config", fx_.path("policy.yaml"), "--log-level", "debug"};
+                                     fx_.path("cg"), "--config", fx_.path("policy.yaml"), "--log-level", "debug",
+                                     "--status-socket", fx_.path("status.sock")};
     argv.insert(argv.end(), extra.begin(), extra.end());
     return std::make_unique<Process>(argv, fx_.path("log"));
   }

@@ -18,7 +18,7 @@ int decode(int status) { return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + 
 
 }  // namespace
 
-Process::Process(const std::vector<std::string>& argv, const std::string& logPath) {
+Process::Process(const std::vector<std::string>& argv, const std::string& logPath, const std::vector<std::string>& env) {
   pid_ = ::fork();
   if (pid_ < 0) throw std::runtime_error("fork failed");
   if (pid_ == 0) {
@@ -30,6 +30,7 @@ Process::Process(const std::vector<std::string>& argv, const std::string& logPat
     sigset_t none;
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, nullptr);
+    for (const auto& e : env) ::putenv(const_cast<char*>(e.c_str()));
     std::vector<char*> args;
     for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
     args.push_back(nullptr);

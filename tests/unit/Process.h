@@ -13,8 +13,9 @@ namespace reclaimd::testing {
 
 class Process {
  public:
-  // Starts `argv` with stdout and stderr going to `logPath`.
-  Process(const std::vector<std::string>& argv, const std::string& logPath);
+  // Starts `argv` with stdout and stderr going to `logPath`, with `env` ("NAME=value") added
+  // to the environment.
+  Process(const std::vector<std::string>& argv, const std::string& logPath, const std::vector<std::string>& env = {});
   ~Process();
   Process(const Process&) = delete;
   Process& operator=(const Process&) = delete;

@@ -1,0 +1,41 @@
+#include "controller/Notify.h"
+
+#include <systemd/sd-daemon.h>
+
+#include <cstdint>
+#include <ctime>
+
+namespace reclaimd::controller {
+
+Notifier::Notifier() {
+  std::uint64_t usec = 0;
+  // unset_environment=0: a child (there are none) would see it too; harmless.
+  if (sd_watchdog_enabled(0, &usec) > 0 && usec > 0) interval_ = std::chrono::microseconds(usec / 2);
+}
+
+void Notifier::ready(const std::string& text) {
+  lastStatus_ = text;
+  sd_notifyf(0, "READY=1\nSTATUS=%s", text.c_str());
+}
+
+void Notifier::reloading() {
+  // MONOTONIC_USEC lets systemd 253+ (Type=notify-reload) match the reload; older ones ignore it.
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  sd_notifyf(0, "RELOADING=1\nMONOTONIC_USEC=%llu",
+             static_cast<unsigned long long>(ts.tv_sec) * 1000000ULL + static_cast<unsigned long long>(ts.tv_nsec) / 1000);
+}
+
+void Notifier::stopping() { sd_notify(0, "STOPPING=1"); }
+
+void Notifier::status(const std::string& text) {
+  if (text == lastStatus_) return;
+  lastStatus_ = text;
+  sd_notifyf(0, "STATUS=%s", text.c_str());
+}
+
+void Notifier::watchdog() {
+  if (interval_) sd_notify(0, "WATCHDOG=1");
+}
+
+}  // namespace reclaimd::controller

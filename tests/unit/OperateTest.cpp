@@ -1,0 +1,201 @@
+// Operating the daemon: `reclaimd status` over its socket, Prometheus metrics (file and HTTP),
+// sd_notify messages to systemd, and the journal's structured fields.
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <thread>
+
+#include "base/Log.h"
+#include "controller/Endpoints.h"
+#include "controller/Status.h"
+#include "tests/unit/FakeMachine.h"
+#include "tests/unit/Fixture.h"
+#include "tests/unit/Process.h"
+
+namespace reclaimd::testing {
+namespace {
+
+using namespace std::chrono_literals;
+
+TEST(Loopback, OnlyLoopbackAddresses) {
+  EXPECT_TRUE(controller::parseLoopback("127.0.0.1:9101").ok());
+  EXPECT_TRUE(controller::parseLoopback("127.1.2.3:9101").ok());
+  EXPECT_TRUE(controller::parseLoopback("[::1]:9101").ok());
+  EXPECT_TRUE(controller::parseLoopback("localhost:9101").ok());
+  for (const char* bad : {"0.0.0.0:9101", "10.0.0.1:9101", "[::]:9101", "example.com:9101", "127.0.0.1",
+                          "127.0.0.1:0", "127.0.0.1:70000", ":9101"}) {
+    EXPECT_FALSE(controller::parseLoopback(bad).ok()) << bad;
+  }
+  auto wildcard = controller::parseLoopback("0.0.0.0:9101");
+  ASSERT_FALSE(wildcard.ok());
+  EXPECT_NE(wildcard.error().message().find("only loopback"), std::string::npos);
+}
+
+TEST(Journal, KeyValueFieldsBecomeJournalFields) {
+  auto fields = journalFields(
+      "event=reclaim_step cgroup=build.slice asked_mib=64.0 reason=\"no swap \\\"here\\\"\" stray word bad-key=1");
+  EXPECT_EQ(fields, (std::vector<std::string>{"RECLAIMD_EVENT=reclaim_step", "RECLAIMD_CGROUP=build.slice",
+                                              "RECLAIMD_ASKED_MIB=64.0", "RECLAIMD_REASON=no swap \"here\""}));
+}
+
+TEST(Metrics, ExpositionFormat) {
+  controller::Status s;
+  s.version = "0.1.0";
+  s.requestedMode = s.effectiveMode = "gradual";
+  s.idleState = "idle";
+  s.reclaimedBytes = 1234;
+  s.pressure.push_back({"machine", "trigger", false, 3, 1, 0.5});
+  s.targets.push_back({"a\"b", "2", "gradual", true, false, 0, 99, 2, 1, 0.25, ""});
+  const std::string m = controller::formatMetrics(s);
+  EXPECT_NE(m.find("# TYPE reclaimd_reclaimed_bytes_total counter\nreclaimd_reclaimed_bytes_total 1234\n"), std::string::npos) << m;
+  EXPECT_NE(m.find("reclaimd_up{mode=\"gradual\",requested=\"gradual\",version=\"0.1.0\"} 1"), std::string::npos);
+  EXPECT_NE(m.find("reclaimd_machine_idle 1"), std::string::npos);
+  EXPECT_NE(m.find("reclaimd_pressure_events_total{scope=\"machine\",watch=\"trigger\"} 3"), std::string::npos);
+  EXPECT_NE(m.find("reclaimd_cgroup_reclaimed_bytes_total{cgroup=\"a\\\"b\",rule=\"2\"} 99"), std::string::npos) << m;
+  // Every sample line belongs to a metric declared with HELP and TYPE before it.
+  std::string declared;
+  std::size_t pos = 0;
+  while (pos < m.size()) {
+    const std::size_t end = m.find('\n', pos);
+    const std::string line = m.substr(pos, end - pos);
+    pos = end + 1;
+    if (line.rfind("# TYPE ", 0) == 0) declared = line.substr(7, line.find(' ', 7) - 7);
+    if (line.empty() || line[0] == '#') continue;
+    EXPECT_EQ(line.rfind(declared, 0), 0u) << line << " after TYPE " << declared;
+  }
+}
+
+class OperateTest : public ::testing::Test {
+ protected:
+  std::unique_ptr<Process> start(std::vector<std::string> extra = {}, std::vector<std::string> env = {}) {
+    fx_.write("policy.yaml", "idle:\n  grace: 1s\n  interval: 1s\n  sample_period: 100ms\n");
+    std::vector<std::string> argv = {RECLAIMD_BINARY,   "--proc-root", fx_.path("proc"), "--cgroup-root",
+                                     fx_.path("cg"),    "--config",    fx_.path("policy.yaml"),
+                                     "--status-socket", fx_.path("run/status.sock")};
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    return std::make_unique<Process>(argv, fx_.path("log"), env);
+  }
+  std::string log() const { return fx_.read("log"); }
+  bool waitLog(const std::string& text) const {
+    return eventually([&] { return log().find(text) != std::string::npos; }, 10s);
+  }
+  Fixture fx_;
+};
+
+TEST_F(OperateTest, StatusOverTheSocket) {
+  FakeMachine m(fx_);
+  auto d = start();
+  ASSERT_TRUE(waitLog("event=reclaim_step")) << log();
+  struct stat st{};
+  ASSERT_EQ(::stat(fx_.path("run/status.sock").c_str(), &st), 0) << "the directory is made if missing";
+  EXPECT_EQ(st.st_mode & 0777, 0600u) << "root only";
+  auto [code, out] = runCommand({RECLAIMD_BINARY, "status", "--socket", fx_.path("run/status.sock")});
+  EXPECT_EQ(code, 0) << out;
+  for (const char* key : {"version: ", "mode: gradual (swappiness=0)", "machine: idle", "reclaimed: ",
+                          "target /: rule machine, gradual, idle"}) {
+    EXPECT_NE(out.find(key), std::string::npos) << key << "\n" << out;
+  }
+  d->signal(SIGTERM);
+  EXPECT_EQ(d->wait(5s), 0);
+  EXPECT_NE(::access(fx_.path("run/status.sock").c_str(), F_OK), 0) << "the socket is removed on exit";
+  auto [down, downOut] = runCommand({RECLAIMD_BINARY, "status", "--socket", fx_.path("run/status.sock")});
+  EXPECT_EQ(down, 69) << downOut;
+  EXPECT_NE(downOut.find("not running"), std::string::npos);
+}
+
+TEST_F(OperateTest, StaleSocketIsReplaced) {
+  FakeMachine m(fx_);
+  fx_.write("run/status.sock", "left over by a crash");
+  auto d = start();
+  ASSERT_TRUE(waitLog("event=start")) << log();
+  auto [code, out] = runCommand({RECLAIMD_BINARY, "status", "--socket", fx_.path("run/status.sock")});
+  EXPECT_EQ(code, 0) << out << log();
+  d->signal(SIGTERM);
+  EXPECT_EQ(d->wait(5s), 0);
+}
+
+// A minimal HTTP GET over loopback.
+std::string httpGet(int port, const std::string& path) {
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(static_cast<std::uint16_t>(port));
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
+    ::close(fd);
+    return "";
+  }
+  const std::string req = "GET " + path + " HTTP/1.1\r\nHost: localhost\r\n\r\n";
+  [[maybe_unused]] auto w = ::write(fd, req.data(), req.size());
+  std::string out;
+  char buf[4096];
+  ssize_t n;
+  while ((n = ::read(fd, buf, sizeof buf)) > 0) out.append(buf, static_cast<std::size_t>(n));
+  ::close(fd);
+  return out;
+}
+
+TEST_F(OperateTest, MetricsFileAndHttp) {
+  FakeMachine m(fx_);
+  const int port = 20000 + (::getpid() % 20000);
+  auto d = start({"--metrics-file", fx_.path("reclaimd.prom"), "--metrics-listen", "127.0.0.1:" + std::to_string(port)});
+  ASSERT_TRUE(waitLog("event=reclaim_step")) << log();
+  ASSERT_TRUE(eventually([&] { return fx_.read("reclaimd.prom").find("reclaimd_up{") != std::string::npos; }, 5s));
+  struct stat st{};
+  ASSERT_EQ(::stat(fx_.path("reclaimd.prom").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0644u) << "node_exporter runs as its own user";
+  const std::string response = httpGet(port, "/metrics");
+  EXPECT_EQ(response.rfind("HTTP/1.1 200 OK\r\n", 0), 0u) << response;
+  EXPECT_NE(response.find("Content-Type: text/plain; version=0.0.4"), std::string::npos);
+  EXPECT_NE(response.find("reclaimd_steps_total "), std::string::npos);
+  EXPECT_NE(response.find("reclaimd_cgroup_reclaimed_bytes_total{cgroup=\"/\""), std::string::npos) << response;
+  EXPECT_EQ(httpGet(port, "/").rfind("HTTP/1.1 404", 0), 0u);
+  d->signal(SIGTERM);
+  EXPECT_EQ(d->wait(5s), 0);
+  auto [code, out] = runCommand({RECLAIMD_BINARY, "--metrics-listen", "0.0.0.0:9101", "--proc-root",
+                                 fx_.path("proc"), "--status-socket", ""});
+  EXPECT_EQ(code, 64) << out;
+}
+
+TEST_F(OperateTest, NotifiesSystemd) {
+  FakeMachine m(fx_);
+  // systemd's side: a datagram socket the daemon sends READY, WATCHDOG, STATUS... to.
+  const std::string path = fx_.path("notify.sock");
+  int fd = ::socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  sockaddr_un a{};
+  a.sun_family = AF_UNIX;
+  std::strncpy(a.sun_path, path.c_str(), sizeof a.sun_path - 1);
+  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+  std::string received;
+  auto drain = [&] {
+    char buf[4096];
+    ssize_t n;
+    while ((n = ::recv(fd, buf, sizeof buf, 0)) > 0) received += std::string(buf, static_cast<std::size_t>(n)) + "\n";
+    return received;
+  };
+  // A 400 ms watchdog: pings must come at least every 200 ms, whatever the sample period.
+  auto d = start({}, {"NOTIFY_SOCKET=" + path, "WATCHDOG_USEC=400000"});
+  ASSERT_TRUE(eventually([&] { return drain().find("READY=1") != std::string::npos; }, 5s)) << received << log();
+  EXPECT_NE(received.find("STATUS=gradual (swappiness=0)"), std::string::npos) << received;
+  std::this_thread::sleep_for(1s);
+  drain();
+  std::size_t pings = 0;
+  for (std::size_t p = received.find("WATCHDOG=1"); p != std::string::npos; p = received.find("WATCHDOG=1", p + 1)) ++pings;
+  EXPECT_GE(pings, 5u) << received;
+  d->signal(SIGHUP);
+  ASSERT_TRUE(eventually([&] { return drain().find("RELOADING=1") != std::string::npos; }, 5s)) << received;
+  d->signal(SIGTERM);
+  EXPECT_EQ(d->wait(5s), 0);
+  drain();
+  EXPECT_NE(received.find("STOPPING=1"), std::string::npos) << received;
+  ::close(fd);
+}
+
+}  // namespace
+}  // namespace reclaimd::testing
