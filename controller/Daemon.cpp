@@ -87,12 +87,21 @@ Result<void> Daemon::setUp() {
 void Daemon::applyProbe(const char* why) {
   caps_ = probe(options_.paths);
   EffectiveMode chosen = chooseMode(policy_.reclaimMode(), caps_, !policy_.rules.empty());
-  targets_.reset();
-  cgroupRoot_.reset();
-  if (chosen.mode == policies::Mode::Gradual) {
+  // Targets (and their idle histories) survive a reload or re-probe on the same cgroup root;
+  // the next walk re-resolves their rules.
+  const bool sameRoot = targets_ && caps_.cgroupRoot == cgroupRootPath_;
+  if (chosen.mode == policies::Mode::Gradual && sameRoot) {
+    targets_->invalidate();
+  } else {
+    targets_.reset();
+    cgroupRoot_.reset();
+    cgroupRootPath_.clear();
+  }
+  if (chosen.mode == policies::Mode::Gradual && !targets_) {
     auto dir = openAt(AT_FDCWD, caps_.cgroupRoot, O_RDONLY | O_DIRECTORY);
     if (dir) {
       cgroupRoot_ = std::move(*dir);
+      cgroupRootPath_ = caps_.cgroupRoot;
       std::string own;
       if (auto text = readFileAt(AT_FDCWD, options_.paths.proc("self/cgroup"))) {
         own = cgroup::parseProcCgroup(*text).value_or("");
@@ -354,18 +363,18 @@ void Daemon::tick(TimePoint now) {
   const bool machinePressed = machinePressure_ && machinePressure_->backoff().active();
   switch (mode_.mode) {
     case policies::Mode::Disabled: break;
-    case policies::Mode::DropCache:
+    case policies::Mode::DropCache: {
+      const DropPlan plan = decideDrop(v, period_, machinePressed, policy_.reclaim.compact && caps_.compactMemory);
       if (v.idle() && machinePressed && !period_.dropped) {
         if (!std::exchange(dropPausedLogged_, true)) spdlog::info("event=dropcache_paused reason=\"memory pressure\"");
-      } else if (v.idle()) {
+      }
+      if (plan.dropCache) {
         dropPausedLogged_ = false;
-        if (auto mem = readMeminfo()) {
-          const Plan plan = decide(v, *mem, mode_, policy_.reclaim, caps_.compactMemory, period_);
-          if (plan.dropCache) dropCaches(*mem);
-          if (plan.compact && !stopRequested()) compact();
-        }
+        if (auto mem = readMeminfo()) dropCaches(*mem);
+        if (plan.compact && !stopRequested()) compact();
       }
       break;
+    }
     case policies::Mode::Gradual: gradualTick(now, v); break;
   }
   notifier_.watchdog();

@@ -114,6 +114,7 @@ class Daemon {
   UniqueFd epoll_, timer_, signals_;
   KeptFile stat_, meminfo_;
   UniqueFd cgroupRoot_;
+  std::string cgroupRootPath_;
   std::optional<Targets> targets_;
   PressureWatch watch_;
   std::optional<PressureScope> machinePressure_;  // watch id 0

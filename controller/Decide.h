@@ -1,5 +1,5 @@
-// What to do on one tick: a pure function of the idle verdict, the memory figures, the
-// effective mode, the policy and what was already done in this idle period.
+// Per-idle-period state, and the dropcache mode's decision. Pure. (gradual decides per target:
+// Budget.h shares a pass's budget, ReclaimStep.h cuts each share into chunks.)
 #pragma once
 
 #include <cstdint>
@@ -7,13 +7,10 @@
 #include <string>
 
 #include "controller/IdleDetector.h"
-#include "controller/ModeChoice.h"
-#include "policies/Policy.h"
-#include "proc/Meminfo.h"
 
 namespace reclaimd::controller {
 
-// What this idle period has seen; cleared when a period ends.
+// What an idle period (the machine's, or one target's) has seen; cleared when it ends.
 struct PeriodState {
   bool compacted = false;  // compaction done since the period began
   bool dropped = false;    // dropcache done in this period
@@ -26,14 +23,13 @@ struct PeriodState {
   std::optional<std::uint64_t> raisedFloor;
 };
 
-struct Plan {
+struct DropPlan {
   bool dropCache = false;
-  std::uint64_t reclaimBytes = 0;  // 0: no step
   bool compact = false;
-  std::string why;  // for the debug log when nothing is done
 };
 
-Plan decide(const IdleVerdict& verdict, const proc::Meminfo& mem, const EffectiveMode& mode,
-            const policies::ReclaimSettings& settings, bool compactAvailable, const PeriodState& period);
+// dropcache: once per idle period, when the machine is idle and not under pressure, then compact
+// (when enabled and the kernel has compact_memory).
+DropPlan decideDrop(const IdleVerdict& verdict, const PeriodState& period, bool pressed, bool compact);
 
 }  // namespace reclaimd::controller

@@ -217,12 +217,18 @@ std::int64_t Daemon::reclaimTarget(Target& t, std::uint64_t bytes, std::uint64_t
       applyProbe("EINVAL from memory.reclaim");
       if (mode_ == was) {
         // The probe still believes in this format: do not send the kernel the same EINVAL
-        // every tick; stop reclaiming until a reload or restart.
-        mode_ = chooseMode(policies::Mode::DropCache, caps_, !policy_.rules.empty());
+        // every tick. Without rules fall back to dropcache; with rules stop (drop_caches would
+        // reach the cgroups they protect) until a reload or restart.
+        const std::string why = "memory.reclaim rejected a request with EINVAL after a re-probe accepted its format";
+        if (policy_.rules.empty()) {
+          mode_ = chooseMode(policies::Mode::DropCache, caps_);
+        } else {
+          mode_ = EffectiveMode{};
+          mode_.mode = policies::Mode::Disabled;
+        }
         mode_.fellBack = true;
-        spdlog::warn("event=mode effective={} reason=\"memory.reclaim rejected a request with EINVAL after a "
-                     "re-probe accepted its format\"",
-                     toString(mode_.mode));
+        mode_.reason = why;
+        spdlog::warn("event=mode effective={} reason={}", toString(mode_.mode), quoted(why));
       }
       break;
     }

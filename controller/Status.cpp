@@ -46,51 +46,55 @@ std::string formatStatus(const Status& s) {
 
 std::string formatMetrics(const Status& s) {
   std::string out;
-  auto metric = [&](const char* name, const char* type, const char* help) {
+  auto declare = [&](const char* name, const char* type, const char* help) {
     out += fmt::format("# HELP {} {}\n# TYPE {} {}\n", name, help, name, type);
   };
-  metric("reclaimd_up", "gauge", "1 while the daemon runs; labels give the effective mode.");
+  // A metric with one unlabelled sample.
+  auto single = [&](const char* name, const char* type, const char* help, const std::string& value) {
+    declare(name, type, help);
+    out += fmt::format("{} {}\n", name, value);
+  };
+  // A metric with one sample per element of `items`, labelled by `labels(item)`.
+  auto each = [&](const char* name, const char* type, const char* help, const auto& items, auto labels, auto value) {
+    declare(name, type, help);
+    for (const auto& item : items) out += fmt::format("{}{{{}}} {}\n", name, labels(item), value(item));
+  };
+  auto scope = [](const ScopeStatus& p) { return fmt::format("scope=\"{}\"", label(p.scope)); };
+  auto cgroup = [](const TargetStatus& t) { return fmt::format("cgroup=\"{}\"", label(t.cgroup)); };
+
+  declare("reclaimd_up", "gauge", "1 while the daemon runs; labels give the effective mode.");
   out += fmt::format("reclaimd_up{{mode=\"{}\",requested=\"{}\",version=\"{}\"}} 1\n", label(s.effectiveMode),
                      label(s.requestedMode), label(s.version));
-  metric("reclaimd_machine_idle", "gauge", "1 when the machine-wide idle detector judges the machine idle.");
-  out += fmt::format("reclaimd_machine_idle {}\n", s.idleState == "idle" ? 1 : 0);
-  metric("reclaimd_machine_window_busy_percent", "gauge", "Busy share of all CPUs over the grace-long window.");
-  out += fmt::format("reclaimd_machine_window_busy_percent {:.4f}\n", s.windowBusyPercent);
-  metric("reclaimd_reclaimed_bytes_total", "counter", "Bytes freed by reclaimd since it started, all cgroups.");
-  out += fmt::format("reclaimd_reclaimed_bytes_total {}\n", s.reclaimedBytes);
-  metric("reclaimd_steps_total", "counter", "Reclaim steps written since start.");
-  out += fmt::format("reclaimd_steps_total {}\n", s.steps);
-  metric("reclaimd_eagain_total", "counter", "Steps that memory.reclaim ended with EAGAIN (partial success).");
-  out += fmt::format("reclaimd_eagain_total {}\n", s.partial);
-  metric("reclaimd_write_seconds_total", "counter", "Time spent in memory.reclaim writes.");
-  out += fmt::format("reclaimd_write_seconds_total {:.6f}\n", s.writeSeconds);
-  metric("reclaimd_dropcache_total", "counter", "drop_caches writes.");
-  out += fmt::format("reclaimd_dropcache_total {}\n", s.dropcaches);
-  metric("reclaimd_compactions_total", "counter", "compact_memory writes.");
-  out += fmt::format("reclaimd_compactions_total {}\n", s.compactions);
-  metric("reclaimd_floor_raises_total", "counter", "Floors raised by refault protection.");
-  out += fmt::format("reclaimd_floor_raises_total {}\n", s.floorRaises);
-  metric("reclaimd_pressure_events_total", "counter", "PSI trigger events, per scope.");
-  for (const ScopeStatus& p : s.pressure) {
-    out += fmt::format("reclaimd_pressure_events_total{{scope=\"{}\",watch=\"{}\"}} {}\n", label(p.scope), p.watch, p.events);
-  }
-  metric("reclaimd_backoffs_total", "counter", "Backoffs begun under memory pressure, per scope.");
-  for (const ScopeStatus& p : s.pressure) out += fmt::format("reclaimd_backoffs_total{{scope=\"{}\"}} {}\n", label(p.scope), p.backoffs);
-  metric("reclaimd_backed_off", "gauge", "1 while reclaim is stopped in this scope by pressure.");
-  for (const ScopeStatus& p : s.pressure) out += fmt::format("reclaimd_backed_off{{scope=\"{}\"}} {}\n", label(p.scope), p.backedOff ? 1 : 0);
-  metric("reclaimd_cgroup_reclaimed_bytes_total", "counter", "Bytes freed per reclaim target (a series ends when its cgroup goes).");
-  for (const TargetStatus& t : s.targets) {
-    out += fmt::format("reclaimd_cgroup_reclaimed_bytes_total{{cgroup=\"{}\",rule=\"{}\"}} {}\n", label(t.cgroup), label(t.rule),
-                       t.reclaimedBytes);
-  }
-  metric("reclaimd_cgroup_steps_total", "counter", "Reclaim steps per target.");
-  for (const TargetStatus& t : s.targets) out += fmt::format("reclaimd_cgroup_steps_total{{cgroup=\"{}\"}} {}\n", label(t.cgroup), t.steps);
-  metric("reclaimd_cgroup_write_seconds_total", "counter", "Time in memory.reclaim writes per target.");
-  for (const TargetStatus& t : s.targets) {
-    out += fmt::format("reclaimd_cgroup_write_seconds_total{{cgroup=\"{}\"}} {:.6f}\n", label(t.cgroup), t.writeSeconds);
-  }
-  metric("reclaimd_cgroup_idle", "gauge", "1 when the target is judged idle.");
-  for (const TargetStatus& t : s.targets) out += fmt::format("reclaimd_cgroup_idle{{cgroup=\"{}\"}} {}\n", label(t.cgroup), t.idle ? 1 : 0);
+  single("reclaimd_machine_idle", "gauge", "1 when the machine-wide idle detector judges the machine idle.",
+         s.idleState == "idle" ? "1" : "0");
+  single("reclaimd_machine_window_busy_percent", "gauge", "Busy share of all CPUs over the grace-long window.",
+         fmt::format("{:.4f}", s.windowBusyPercent));
+  single("reclaimd_reclaimed_bytes_total", "counter", "Bytes freed by reclaimd since it started, all cgroups.",
+         std::to_string(s.reclaimedBytes));
+  single("reclaimd_steps_total", "counter", "Reclaim steps written since start.", std::to_string(s.steps));
+  single("reclaimd_eagain_total", "counter", "Steps that memory.reclaim ended with EAGAIN (partial success).",
+         std::to_string(s.partial));
+  single("reclaimd_write_seconds_total", "counter", "Time spent in memory.reclaim writes.",
+         fmt::format("{:.6f}", s.writeSeconds));
+  single("reclaimd_dropcache_total", "counter", "drop_caches writes.", std::to_string(s.dropcaches));
+  single("reclaimd_compactions_total", "counter", "compact_memory writes.", std::to_string(s.compactions));
+  single("reclaimd_floor_raises_total", "counter", "Floors raised by refault protection.", std::to_string(s.floorRaises));
+  each("reclaimd_pressure_events_total", "counter", "PSI trigger events, per scope.", s.pressure,
+       [&](const ScopeStatus& p) { return scope(p) + fmt::format(",watch=\"{}\"", p.watch); },
+       [](const ScopeStatus& p) { return p.events; });
+  each("reclaimd_backoffs_total", "counter", "Backoffs begun under memory pressure, per scope.", s.pressure, scope,
+       [](const ScopeStatus& p) { return p.backoffs; });
+  each("reclaimd_backed_off", "gauge", "1 while reclaim is stopped in this scope by pressure.", s.pressure, scope,
+       [](const ScopeStatus& p) { return p.backedOff ? 1 : 0; });
+  each("reclaimd_cgroup_reclaimed_bytes_total", "counter", "Bytes freed per reclaim target (a series ends when its cgroup goes).",
+       s.targets, [&](const TargetStatus& t) { return cgroup(t) + fmt::format(",rule=\"{}\"", label(t.rule)); },
+       [](const TargetStatus& t) { return t.reclaimedBytes; });
+  each("reclaimd_cgroup_steps_total", "counter", "Reclaim steps per target.", s.targets, cgroup,
+       [](const TargetStatus& t) { return t.steps; });
+  each("reclaimd_cgroup_write_seconds_total", "counter", "Time in memory.reclaim writes per target.", s.targets, cgroup,
+       [](const TargetStatus& t) { return fmt::format("{:.6f}", t.writeSeconds); });
+  each("reclaimd_cgroup_idle", "gauge", "1 when the target is judged idle.", s.targets, cgroup,
+       [](const TargetStatus& t) { return t.idle ? 1 : 0; });
   return out;
 }
 

@@ -6,6 +6,7 @@
 
 #include <thread>
 
+#include "tests/unit/DaemonHarness.h"
 #include "tests/unit/FakeMachine.h"
 #include "tests/unit/Fixture.h"
 #include "tests/unit/Process.h"
@@ -15,29 +16,7 @@ namespace {
 
 using namespace std::chrono_literals;
 
-class DaemonPressureTest : public ::testing::Test {
- protected:
-  std::unique_ptr<Process> start(const std::string& policy) {
-    fx_.write("policy.yaml", policy);
-    return std::make_unique<Process>(
-        std::vector<std::string>{RECLAIMD_BINARY, "--proc-root", fx_.path("proc"), "--cgroup-root", fx_.path("cg"),
-                                 "--config", fx_.path("policy.yaml"), "--log-level", "debug",
-                                     "--status-socket", fx_.path("status.sock")},
-        fx_.path("log"));
-  }
-  std::string log() const { return fx_.read("log"); }
-  bool logHas(const std::string& text, std::size_t from = 0) const { return log().find(text, from) != std::string::npos; }
-  bool waitLog(const std::string& text, std::size_t from = 0, std::chrono::milliseconds timeout = 10s) const {
-    return eventually([&] { return logHas(text, from); }, timeout);
-  }
-  std::size_t count(const std::string& text, std::size_t from, std::size_t to) const {
-    const std::string l = log().substr(from, to - from);
-    std::size_t n = 0;
-    for (std::size_t p = l.find(text); p != std::string::npos; p = l.find(text, p + 1)) ++n;
-    return n;
-  }
-  Fixture fx_;
-};
+class DaemonPressureTest : public DaemonHarness {};
 
 constexpr const char* kPolicy = R"(idle:
   grace: 1s
@@ -61,7 +40,7 @@ TEST_F(DaemonPressureTest, PressureHaltsReclaimUntilCalmThenHalvedSteps) {
   FakeMachine m(fx_);
   m.setBusy(30);
   m.addCgroup("build.slice", 4000);
-  auto d = start(kPolicy);
+  auto d = startWith(kPolicy);
   ASSERT_TRUE(waitLog("event=reclaim_step cgroup=build.slice")) << log();
   EXPECT_TRUE(logHas("event=pressure_watch scope=machine mode=polling")) << "fixtures cannot signal: polling";
   m.setCgroupStall("build.slice", 10'000);  // 50 % of the time stalled
@@ -89,7 +68,7 @@ TEST_F(DaemonPressureTest, RefaultJumpRaisesTheFloor) {
   FakeMachine m(fx_);
   m.setBusy(30);
   m.addCgroup("build.slice", 400);
-  auto d = start(kPolicy);
+  auto d = startWith(kPolicy);
   ASSERT_TRUE(waitLog("event=reclaim_step cgroup=build.slice")) << log();
   // After the step the files come back: 2,000 pages a second read in again.
   m.setCgroupFile("build.slice", 380);

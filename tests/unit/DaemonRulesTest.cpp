@@ -5,6 +5,7 @@
 
 #include <thread>
 
+#include "tests/unit/DaemonHarness.h"
 #include "tests/unit/FakeMachine.h"
 #include "tests/unit/Fixture.h"
 #include "tests/unit/Process.h"
@@ -14,23 +15,7 @@ namespace {
 
 using namespace std::chrono_literals;
 
-class DaemonRulesTest : public ::testing::Test {
- protected:
-  std::unique_ptr<Process> start(const std::string& policy) {
-    fx_.write("policy.yaml", policy);
-    return std::make_unique<Process>(
-        std::vector<std::string>{RECLAIMD_BINARY, "--proc-root", fx_.path("proc"), "--cgroup-root", fx_.path("cg"),
-                                 "--config", fx_.path("policy.yaml"), "--log-level", "debug",
-                                     "--status-socket", fx_.path("status.sock")},
-        fx_.path("log"));
-  }
-  std::string log() const { return fx_.read("log"); }
-  bool logHas(const std::string& text) const { return log().find(text) != std::string::npos; }
-  bool waitLog(const std::string& text, std::chrono::milliseconds timeout = 10s) const {
-    return eventually([&] { return logHas(text); }, timeout);
-  }
-  Fixture fx_;
-};
+class DaemonRulesTest : public DaemonHarness {};
 
 constexpr const char* kRules = R"(idle:
   grace: 1s
@@ -54,7 +39,7 @@ TEST_F(DaemonRulesTest, IdleCgroupIsReclaimedWhileAnotherIsBusyAndTheMachineToo)
   m.addCgroup("user.slice", 300);
   m.addCgroup("user.slice/session-1.scope", 300);
   m.setCgroupBusy("editor.slice", 2000);  // 10 % of a CPU: a language server ticking
-  auto d = start(kRules);
+  auto d = startWith(kRules);
   ASSERT_TRUE(waitLog("event=reclaim_step cgroup=build.slice")) << log();
   EXPECT_TRUE(logHas("event=target_idle cgroup=build.slice source=cgroup")) << log();
   EXPECT_EQ(fx_.read("cg/build.slice/memory.reclaim"), "67108864 swappiness=0");
@@ -77,7 +62,7 @@ TEST_F(DaemonRulesTest, VanishingAndNewCgroupsAreHandled) {
   m.setBusy(30);
   m.addCgroup("build.slice", 400);
   for (int i = 0; i < 20; ++i) m.addCgroup("build.slice/job" + std::to_string(i), 10);
-  auto d = start(kRules);
+  auto d = startWith(kRules);
   ASSERT_TRUE(waitLog("event=walk cgroups=")) << log();
   // Cgroups come and go between and during passes.
   for (int round = 0; round < 30; ++round) {
@@ -101,7 +86,7 @@ TEST_F(DaemonRulesTest, RecreatedCgroupStartsAfresh) {
   FakeMachine m(fx_);
   m.setBusy(30);
   m.addCgroup("build.slice", 400);
-  auto d = start(kRules);
+  auto d = startWith(kRules);
   ASSERT_TRUE(waitLog("event=target_idle cgroup=build.slice")) << log();
   // Same name, new directory (new inode): a new cgroup whose grace period starts over.
   m.removeCgroup("build.slice");
@@ -117,7 +102,7 @@ TEST_F(DaemonRulesTest, RecreatedCgroupStartsAfresh) {
 TEST_F(DaemonRulesTest, RulesNeverFallBackToDropCaches) {
   FakeMachine m(fx_);
   fx_.remove("cg/memory.reclaim");
-  auto d = start(kRules);
+  auto d = startWith(kRules);
   EXPECT_EQ(d->wait(5s), 69) << log();
   EXPECT_TRUE(logHas("per-cgroup rules cannot fall back to drop_caches")) << log();
   EXPECT_EQ(fx_.read("proc/sys/vm/drop_caches"), "");

@@ -6,6 +6,7 @@
 
 #include <thread>
 
+#include "tests/unit/DaemonHarness.h"
 #include "tests/unit/FakeMachine.h"
 #include "tests/unit/Fixture.h"
 #include "tests/unit/Process.h"
@@ -18,24 +19,9 @@ using namespace std::chrono_literals;
 constexpr const char* kFastPolicy =
     "idle:\n  grace: 1s\n  interval: 1s\n  sample_period: 100ms\n";
 
-class DaemonTest : public ::testing::Test {
+class DaemonTest : public DaemonHarness {
  protected:
   void SetUp() override { fx_.write("policy.yaml", std::string("mode: gradual\n") + kFastPolicy); }
-
-  std::unique_ptr<Process> start(std::vector<std::string> extra = {}) {
-    std::vector<std::string> argv = {RECLAIMD_BINARY, "--proc-root", fx_.path("proc"), "--cgroup-root",
-                                     fx_.path("cg"), "--config", fx_.path("policy.yaml"), "--log-level", "debug",
-                                     "--status-socket", fx_.path("status.sock")};
-    argv.insert(argv.end(), extra.begin(), extra.end());
-    return std::make_unique<Process>(argv, fx_.path("log"));
-  }
-  std::string log() const { return fx_.read("log"); }
-  bool logHas(const std::string& text) const { return log().find(text) != std::string::npos; }
-  bool waitLog(const std::string& text, std::chrono::milliseconds timeout = 10s) const {
-    return eventually([&] { return logHas(text); }, timeout);
-  }
-
-  Fixture fx_;
 };
 
 TEST_F(DaemonTest, GradualReclaimsInChunksAfterGraceAndCompacts) {

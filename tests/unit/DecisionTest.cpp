@@ -121,14 +121,6 @@ INSTANTIATE_TEST_SUITE_P(
                  Mode::Disabled, ReclaimFormat::Plain, false, false}),
     [](const auto& tc) { return std::string(tc.param.name); });
 
-proc::Meminfo mem(std::uint64_t totalMiB, std::uint64_t reclaimableMiB) {
-  proc::Meminfo m;
-  m.memTotal = totalMiB * kMiB;
-  m.memFree = 0;
-  m.activeFile = reclaimableMiB * kMiB;
-  return m;
-}
-
 IdleVerdict idle(bool started = false) {
   IdleVerdict v;
   v.state = IdleState::Idle;
@@ -136,65 +128,20 @@ IdleVerdict idle(bool started = false) {
   return v;
 }
 
-EffectiveMode gradual() { return chooseMode(Mode::Gradual, fullCaps()); }
-
-TEST(Decide, NothingUnlessIdle) {
+TEST(DecideDrop, OncePerIdlePeriodAndNotUnderPressure) {
+  DropPlan p = decideDrop(idle(true), PeriodState{}, false, true);
+  EXPECT_TRUE(p.dropCache);
+  EXPECT_TRUE(p.compact);
+  PeriodState dropped;
+  dropped.dropped = true;
+  EXPECT_FALSE(decideDrop(idle(), dropped, false, true).dropCache) << "once per idle period";
+  EXPECT_FALSE(decideDrop(idle(), PeriodState{}, true, true).dropCache) << "pressure pauses dropcache";
+  EXPECT_FALSE(decideDrop(idle(), PeriodState{}, false, false).compact) << "no compact_memory, or compact: false";
   for (IdleState s : {IdleState::Warmup, IdleState::Busy, IdleState::Blocked}) {
     IdleVerdict v;
     v.state = s;
-    Plan p = decide(v, mem(2048, 1000), gradual(), {}, true, {});
-    EXPECT_EQ(p.reclaimBytes, 0u);
-    EXPECT_FALSE(p.compact);
-    EXPECT_FALSE(p.dropCache);
+    EXPECT_FALSE(decideDrop(v, PeriodState{}, false, true).dropCache) << toString(s);
   }
-}
-
-TEST(Decide, GradualStepsTowardTheFloorThenCompacts) {
-  Plan p = decide(idle(true), mem(2048, 1000), gradual(), {}, true, {});
-  EXPECT_EQ(p.reclaimBytes, 256 * kMiB);
-  EXPECT_TRUE(p.compact);
-  p = decide(idle(), mem(2048, 200), gradual(), {}, true, {});
-  EXPECT_EQ(p.reclaimBytes, 72 * kMiB);
-}
-
-TEST(Decide, AtTheFloorCompactsOncePerPeriod) {
-  Plan p = decide(idle(true), mem(2048, 128), gradual(), {}, true, PeriodState{});
-  EXPECT_EQ(p.reclaimBytes, 0u);
-  EXPECT_TRUE(p.compact) << "compaction on entering the idle period";
-  PeriodState done;
-  done.compacted = true;
-  p = decide(idle(), mem(2048, 128), gradual(), {}, true, done);
-  EXPECT_FALSE(p.compact);
-  p = decide(idle(), mem(2048, 128), gradual(), {}, false, PeriodState{});
-  EXPECT_FALSE(p.compact) << "no compact_memory on this kernel";
-}
-
-TEST(Decide, StalledStepWaitsForRegrowth) {
-  PeriodState stalled;
-  stalled.stalledAt = 600 * kMiB;
-  policies::ReclaimSettings settings;  // chunk 64 MiB
-  EXPECT_EQ(decide(idle(), mem(2048, 600), gradual(), settings, true, stalled).reclaimBytes, 0u);
-  EXPECT_EQ(decide(idle(), mem(2048, 663), gradual(), settings, true, stalled).reclaimBytes, 0u);
-  EXPECT_EQ(decide(idle(), mem(2048, 664), gradual(), settings, true, stalled).reclaimBytes, 256 * kMiB);
-}
-
-TEST(Decide, DropCacheOncePerPeriod) {
-  EffectiveMode dc = chooseMode(Mode::DropCache, fullCaps());
-  Plan p = decide(idle(true), mem(2048, 1000), dc, {}, true, {});
-  EXPECT_TRUE(p.dropCache);
-  EXPECT_TRUE(p.compact);
-  EXPECT_EQ(p.reclaimBytes, 0u);
-  PeriodState dropped;
-  dropped.dropped = true;
-  p = decide(idle(), mem(2048, 1000), dc, {}, true, dropped);
-  EXPECT_FALSE(p.dropCache);
-  EXPECT_FALSE(p.compact);
-}
-
-TEST(Decide, DisabledDoesNothing) {
-  EffectiveMode off = chooseMode(Mode::Disabled, fullCaps());
-  Plan p = decide(idle(true), mem(2048, 1000), off, {}, true, {});
-  EXPECT_FALSE(p.dropCache || p.compact || p.reclaimBytes > 0);
 }
 
 // A scripted kernel: a cache of `cache` bytes that each Done chunk shrinks by `ratio` times

@@ -68,23 +68,24 @@ void FakeMachine::removeCgroup(const std::string& path) {
 }
 
 void FakeMachine::setCgroupBusy(const std::string& path, unsigned long long usecPerTick) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  cgroups_[path].usagePerTick = usecPerTick;
+  update(path, [&](Cg& cg) { cg.usagePerTick = usecPerTick; });
 }
 
 void FakeMachine::setCgroupStall(const std::string& path, unsigned long long usecPerTick) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  cgroups_[path].stallPerTick = usecPerTick;
+  update(path, [&](Cg& cg) { cg.stallPerTick = usecPerTick; });
 }
 
 void FakeMachine::setCgroupRefaults(const std::string& path, unsigned long long pagesPerTick) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  cgroups_[path].refaultsPerTick = pagesPerTick;
+  update(path, [&](Cg& cg) { cg.refaultsPerTick = pagesPerTick; });
 }
 
 void FakeMachine::setCgroupFile(const std::string& path, unsigned long long fileMiB) {
+  update(path, [&](Cg& cg) { cg.fileMiB = fileMiB; });
+}
+
+void FakeMachine::update(const std::string& path, const std::function<void(Cg&)>& change) {
   std::lock_guard<std::mutex> lock(mutex_);
-  cgroups_[path].fileMiB = fileMiB;
+  change(cgroups_[path]);
 }
 
 }  // namespace reclaimd::testing

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <atomic>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <string>
@@ -47,6 +48,7 @@ class FakeMachine {
     unsigned long long fileMiB = 0;
   };
   void writeCgroup(const std::string& path, const Cg& cg);
+  void update(const std::string& path, const std::function<void(Cg&)>& change);
   std::map<std::string, Cg> cgroups_;
   std::thread thread_;
 };

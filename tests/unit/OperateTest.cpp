@@ -14,6 +14,7 @@
 #include "base/Log.h"
 #include "controller/Endpoints.h"
 #include "controller/Status.h"
+#include "tests/unit/DaemonHarness.h"
 #include "tests/unit/FakeMachine.h"
 #include "tests/unit/Fixture.h"
 #include "tests/unit/Process.h"
@@ -71,21 +72,9 @@ TEST(Metrics, ExpositionFormat) {
   }
 }
 
-class OperateTest : public ::testing::Test {
+class OperateTest : public DaemonHarness {
  protected:
-  std::unique_ptr<Process> start(std::vector<std::string> extra = {}, std::vector<std::string> env = {}) {
-    fx_.write("policy.yaml", "idle:\n  grace: 1s\n  interval: 1s\n  sample_period: 100ms\n");
-    std::vector<std::string> argv = {RECLAIMD_BINARY,   "--proc-root", fx_.path("proc"), "--cgroup-root",
-                                     fx_.path("cg"),    "--config",    fx_.path("policy.yaml"),
-                                     "--status-socket", fx_.path("run/status.sock")};
-    argv.insert(argv.end(), extra.begin(), extra.end());
-    return std::make_unique<Process>(argv, fx_.path("log"), env);
-  }
-  std::string log() const { return fx_.read("log"); }
-  bool waitLog(const std::string& text) const {
-    return eventually([&] { return log().find(text) != std::string::npos; }, 10s);
-  }
-  Fixture fx_;
+  void SetUp() override { fx_.write("policy.yaml", "idle:\n  grace: 1s\n  interval: 1s\n  sample_period: 100ms\n"); }
 };
 
 TEST_F(OperateTest, StatusOverTheSocket) {
