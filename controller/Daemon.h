@@ -12,6 +12,7 @@
 #include "base/Clock.h"
 #include "base/Files.h"
 #include "base/UniqueFd.h"
+#include "controller/Budget.h"
 #include "controller/Decide.h"
 #include "controller/IdleDetector.h"
 #include "controller/Endpoints.h"
@@ -72,9 +73,12 @@ class Daemon {
   void refreshTargets(TimePoint now);
   void judgeTargets();
   const IdleVerdict& systemVerdict(const policies::IdleSettings& idle) const;
-  std::uint64_t reclaimPass(const proc::Meminfo& mem, std::uint64_t machineRefaults);
-  std::int64_t reclaimTarget(Target& target, std::uint64_t bytes, std::uint64_t known, std::chrono::nanoseconds budget,
-                             std::uint64_t machineRefaults);
+  void measureTargets(const proc::Meminfo& mem, TimePoint now);
+  // The pass's shares: the step budget among the idle targets (Budget.h). No I/O.
+  std::vector<Share> planPass(const proc::Meminfo& mem) const;
+  std::uint64_t executePass(const std::vector<Share>& shares);
+  // Writes one share in chunks; `budget` (the pass's write time left) shrinks by its duration.
+  std::int64_t reclaimTarget(Target& target, std::uint64_t bytes, std::uint64_t known, std::chrono::nanoseconds& budget);
 
   // pressure
   void setUpMachinePressure();
@@ -126,7 +130,8 @@ class Daemon {
   bool dropPausedLogged_ = false;
   bool cgroupPollingLogged_ = false;
   std::chrono::nanoseconds tick_{10'000'000};  // one USER_HZ tick; set from sysconf
-  double overshoot_ = 0;  // freed per byte asked, learned from the kernel (ReclaimStep.h)
+  double overshoot_ = 0;
+  std::uint64_t machineRefaults_ = 0;  // /proc/vmstat's refault count, this tick  // freed per byte asked, learned from the kernel (ReclaimStep.h)
 
   Endpoints endpoints_;
   Notifier notifier_;

@@ -54,44 +54,48 @@ void Daemon::gradualTick(TimePoint now, const IdleVerdict& verdict) {
   if (targets_->all().empty() || (rules && now - targets_->lastWalk() >= kWalkPeriod)) refreshTargets(now);
   targets_->sampleCpu(now);
   judgeTargets();
-  auto active = [](const Target& t) { return t.idle && t.gov.mode == policies::Mode::Gradual; };
   // Totals are read where no trigger can wake us, and while backing off (until resumed).
   for (Target& t : targets_->all()) {
-    if (active(t)) ensureScope(t);
+    if (activeTarget(t)) ensureScope(t);
     if (!t.pressure) continue;
-    if ((active(t) && t.pressure->eventFd() < 0) || t.pressure->backoff().active()) samplePressure(*t.pressure, now);
+    if ((activeTarget(t) && t.pressure->eventFd() < 0) || t.pressure->backoff().active()) samplePressure(*t.pressure, now);
   }
-  if (std::none_of(targets_->all().begin(), targets_->all().end(), active)) return;
-  // About to write: make sure the decomposition is from this tick, so a cgroup created since
-  // the last walk under a target with another rule is never reclaimed through its parent.
-  if (rules && targets_->lastWalk() != now) {
-    refreshTargets(now);
-    judgeTargets();
+  std::uint64_t freed = 0;
+  if (auto mem = readMeminfo(); mem && std::any_of(targets_->all().begin(), targets_->all().end(), activeTarget)) {
+    measureTargets(*mem, now);
+    std::vector<Share> shares = planPass(*mem);
+    // About to write: the decomposition must be from this tick, so a cgroup created since the
+    // last walk under a target with another rule is never reclaimed through its parent. Only
+    // when there is something to write: at the floors, idle ticks cost no walk.
+    if (!shares.empty() && rules && targets_->lastWalk() != now) {
+      refreshTargets(now);
+      judgeTargets();
+      measureTargets(*mem, now);
+      shares = planPass(*mem);
+    }
+    freed = executePass(shares);
   }
-  auto mem = readMeminfo();
-  if (!mem) return;
-  const bool rootActive = std::any_of(targets_->all().begin(), targets_->all().end(),
-                                      [&](const Target& t) { return t.isRoot() && active(t); });
-  const std::uint64_t machineRefaults = rootActive && policy_.pressure.enabled ? readMachineRefaults().value_or(0) : 0;
-  for (Target& t : targets_->all()) {
-    t.measured.reset();
-    if (!active(t)) continue;
-    t.measured = targets_->measure(t, *mem, machineRefaults);
-    checkRefaults(t, now);
-  }
-  const std::uint64_t freed = reclaimPass(*mem, machineRefaults);
   // Compact after reclaim, and once on entering the machine's idle period so free memory the
   // work left behind forms blocks the host can take.
   const bool compactNow = freed >= policies::kMinRequestBytes || (verdict.idle() && !period_.compacted);
   if (policy_.reclaim.compact && caps_.compactMemory && compactNow && !stop_ && !stopRequested()) compact();
 }
 
-std::uint64_t Daemon::reclaimPass(const proc::Meminfo& mem, std::uint64_t machineRefaults) {
-  const PressureScope* machine = machinePressure_ ? &*machinePressure_ : nullptr;
-  if (machine && machine->backoff().active()) {
-    spdlog::trace("event=pass_skipped reason=\"machine under pressure\"");
-    return 0;
+void Daemon::measureTargets(const proc::Meminfo& mem, TimePoint now) {
+  const bool rootActive = std::any_of(targets_->all().begin(), targets_->all().end(),
+                                      [](const Target& t) { return t.isRoot() && activeTarget(t); });
+  machineRefaults_ = rootActive && policy_.pressure.enabled ? readMachineRefaults().value_or(0) : 0;
+  for (Target& t : targets_->all()) {
+    t.measured.reset();
+    if (!activeTarget(t)) continue;
+    t.measured = targets_->measure(t, mem, machineRefaults_);
+    checkRefaults(t, now);
   }
+}
+
+std::vector<Share> Daemon::planPass(const proc::Meminfo& mem) const {
+  const PressureScope* machine = machinePressure_ ? &*machinePressure_ : nullptr;
+  if (machine && machine->backoff().active()) return {};
   const double machineScale = machine ? machine->backoff().scale() : 1.0;
   // A step halved per backoff, never under pressure.min_step nor over the policy's step.
   auto scaled = [&](std::uint64_t step, double scale) {
@@ -102,11 +106,11 @@ std::uint64_t Daemon::reclaimPass(const proc::Meminfo& mem, std::uint64_t machin
   const std::uint64_t machineRoom =
       mem.reclaimable() > policy_.reclaim.floor ? mem.reclaimable() - policy_.reclaim.floor : 0;
   const std::uint64_t budget = std::min(scaled(policies::stepBytes(mem.memTotal, policy_.reclaim), machineScale), machineRoom);
-  auto& targets = targets_->all();
+  const auto& targets = targets_->all();
   std::vector<Candidate> candidates;
   for (std::size_t i = 0; i < targets.size(); ++i) {
-    Target& t = targets[i];
-    if (!t.idle || t.gov.mode != policies::Mode::Gradual || !t.measured) continue;
+    const Target& t = targets[i];
+    if (!activeTarget(t) || !t.measured) continue;
     if (t.pressure && t.pressure->backoff().active()) continue;
     const std::uint64_t reclaimable = t.measured->first;
     if (t.period.stalledAt && reclaimable < *t.period.stalledAt + policy_.reclaim.chunk) continue;
@@ -114,21 +118,25 @@ std::uint64_t Daemon::reclaimPass(const proc::Meminfo& mem, std::uint64_t machin
     candidates.push_back(
         Candidate{static_cast<int>(i), reclaimable, t.floor(), scaled(policies::stepBytes(mem.memTotal, t.gov.steps), scale)});
   }
+  return shareBudget(std::move(candidates), budget, policies::kMinRequestBytes);
+}
+
+std::uint64_t Daemon::executePass(const std::vector<Share>& shares) {
   std::uint64_t freedTotal = 0;
   nanoseconds left = kPassBudget;
-  for (const Share& share : shareBudget(candidates, budget, policies::kMinRequestBytes)) {
+  auto& targets = targets_->all();
+  for (const Share& share : shares) {
     if (stop_ || stopRequested() || left <= 0ns) break;
     Target& t = targets[static_cast<std::size_t>(share.target)];
-    if (pressureStops(t)) continue;
-    const std::int64_t freed = reclaimTarget(t, share.bytes, t.measured->first, left, machineRefaults);
+    if (!t.measured || pressureStops(t)) continue;
+    const std::int64_t freed = reclaimTarget(t, share.bytes, t.measured->first, left);
     if (freed > 0) freedTotal += static_cast<std::uint64_t>(freed);
     if (mode_.mode != policies::Mode::Gradual) break;  // a re-probe changed the mode
   }
   return freedTotal;
 }
 
-std::int64_t Daemon::reclaimTarget(Target& t, std::uint64_t bytes, std::uint64_t known, nanoseconds budget,
-                                   std::uint64_t machineRefaults) {
+std::int64_t Daemon::reclaimTarget(Target& t, std::uint64_t bytes, std::uint64_t known, nanoseconds& budget) {
   const std::string rule = t.gov.rule < 0 ? "machine" : std::to_string(t.gov.rule + 1);
   if (options_.dryRun) {
     spdlog::info("event=reclaim_step cgroup={} rule={} dry_run=true asked_mib={} reclaimable_mib={} floor_mib={}",
@@ -170,6 +178,7 @@ std::int64_t Daemon::reclaimTarget(Target& t, std::uint64_t bytes, std::uint64_t
                       t.label(), formatMiB(asked), formatMiBSigned(freed), toMs(w.took), toString(w.status), w.err);
       });
   overshoot_ = step.overshoot;
+  budget -= step.took;  // the pass's time budget is shared by its shares
   ++t.steps;
   ++stepsTotal_;
   if (step.status == cgroup::ReclaimStatus::Partial) {
@@ -191,7 +200,7 @@ std::int64_t Daemon::reclaimTarget(Target& t, std::uint64_t bytes, std::uint64_t
   if (t.gov.pressure.enabled) {
     std::optional<std::uint64_t> refaults;
     if (t.isRoot()) refaults = readMachineRefaults();
-    else if (auto m = targets_->measure(t, proc::Meminfo{}, machineRefaults)) refaults = m->second;
+    else if (auto m = targets_->measure(t, proc::Meminfo{}, machineRefaults_)) refaults = m->second;
     if (refaults) t.refaults.stepEnded(clock_.now(), *refaults);
   }
   auto level = step.status == cgroup::ReclaimStatus::Failed ? spdlog::level::err : spdlog::level::info;

@@ -12,6 +12,8 @@ namespace reclaimd::controller {
 
 IdleConfig idleConfigOf(const policies::IdleSettings& s) { return IdleConfig{s.thresholdPercent, s.grace, s.interval}; }
 
+bool activeTarget(const Target& t) { return t.idle && t.gov.mode == policies::Mode::Gradual; }
+
 bool within(std::string_view path, std::string_view ancestor) {
   if (ancestor.empty()) return true;
   return path.substr(0, ancestor.size()) == ancestor && (path.size() == ancestor.size() || path[ancestor.size()] == '/');

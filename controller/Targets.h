@@ -60,6 +60,9 @@ struct Target {
   bool usesSystemCpu() const { return gov.idleSource != policies::IdleSource::Cgroup; }
 };
 
+// Idle and gradual: a target a pass may write to.
+bool activeTarget(const Target& target);
+
 struct WalkStats {
   std::size_t cgroups = 0, targets = 0, vanished = 0, symlinks = 0;
 };
