@@ -113,10 +113,49 @@ TEST(Loader, FileErrorsNameThePath) {
   EXPECT_NE(bad.error().message().find(fx.path("bad.yaml") + ":1:7"), std::string::npos) << bad.error().message();
 }
 
-TEST(Loader, ShippedPolicyFileIsValid) {
+TEST(Loader, ShippedPolicyFileIsTheBuiltInPolicy) {
   auto p = loadPolicyFile(RECLAIMD_SOURCE_DIR "/deploy/policy.yaml");
   ASSERT_TRUE(p.ok()) << p.error().message();
-  EXPECT_EQ(p->mode, Mode::Gradual);
+  const Policy d;  // the built-in defaults
+  EXPECT_EQ(p->mode, d.mode);
+  EXPECT_EQ(p->idle.thresholdPercent, d.idle.thresholdPercent);
+  EXPECT_EQ(p->idle.grace, d.idle.grace);
+  EXPECT_EQ(p->idle.interval, d.idle.interval);
+  EXPECT_EQ(p->idle.samplePeriod, d.idle.samplePeriod);
+  EXPECT_EQ(p->idle.predict, d.idle.predict);
+  EXPECT_EQ(p->reclaim.floor, d.reclaim.floor);
+  EXPECT_EQ(p->reclaim.stepMin, d.reclaim.stepMin);
+  EXPECT_EQ(p->reclaim.stepMax, d.reclaim.stepMax);
+  EXPECT_EQ(p->reclaim.stepDivisor, d.reclaim.stepDivisor);
+  EXPECT_EQ(p->reclaim.chunk, d.reclaim.chunk);
+  EXPECT_EQ(p->reclaim.compact, d.reclaim.compact);
+  EXPECT_EQ(p->reclaim.cgroupFloor, d.reclaim.cgroupFloor);
+  EXPECT_EQ(p->pressure.enabled, d.pressure.enabled);
+  EXPECT_EQ(p->pressure.stall, d.pressure.stall);
+  EXPECT_EQ(p->pressure.window, d.pressure.window);
+  EXPECT_EQ(p->pressure.calm, d.pressure.calm);
+  EXPECT_EQ(p->pressure.minStep, d.pressure.minStep);
+  EXPECT_EQ(p->pressure.refaultLimit, d.pressure.refaultLimit);
+  EXPECT_EQ(p->pressure.refaultWindow, d.pressure.refaultWindow);
+  EXPECT_TRUE(p->rules.empty());
+}
+
+TEST(Loader, PressureKeys) {
+  auto p = parsePolicy("pressure:\n  enabled: false\n  stall: 300ms\n  window: 2s\n  calm: 1m\n  min_step: 4M\n"
+                       "  refault_limit: 8M\n  refault_window: 30s\n",
+                       "p.yaml");
+  ASSERT_TRUE(p.ok()) << p.error().message();
+  EXPECT_FALSE(p->pressure.enabled);
+  EXPECT_EQ(p->pressure.stall, 300ms);
+  EXPECT_EQ(p->pressure.window, 2s);
+  EXPECT_EQ(p->pressure.calm, 60s);
+  EXPECT_EQ(p->pressure.minStep, 4 * kMiB);
+  EXPECT_EQ(p->pressure.refaultLimit, 8 * kMiB);
+  EXPECT_EQ(p->pressure.refaultWindow, 30s);
+  for (const char* bad : {"pressure:\n  window: 100ms\n", "pressure:\n  window: 11s\n",
+                          "pressure:\n  stall: 2s\n  window: 1s\n", "pressure:\n  calm: 0s\n"}) {
+    EXPECT_FALSE(parsePolicy(bad, "p.yaml").ok()) << bad;
+  }
 }
 
 }  // namespace
