@@ -30,7 +30,8 @@ std::vector<std::string> journalFields(std::string_view message) {
   std::vector<std::string> out;
   std::size_t pos = 0;
   while (pos < message.size()) {
-    while (pos < message.size() && message[pos] == ' ') ++pos;
+    while (pos < message.size() && message[pos] == ' ')
+      ++pos;
     const std::size_t eq = message.find('=', pos);
     const std::size_t space = message.find(' ', pos);
     if (eq == std::string_view::npos || (space != std::string_view::npos && space < eq)) {
@@ -66,7 +67,7 @@ std::vector<std::string> journalFields(std::string_view message) {
 bool stderrIsJournal() {
   const char* stream = std::getenv("JOURNAL_STREAM");
   if (stream == nullptr) return false;
-  struct stat st{};
+  struct stat st {};
   if (::fstat(2, &st) != 0) return false;
   unsigned long long dev = 0, ino = 0;
   if (std::sscanf(stream, "%llu:%llu", &dev, &ino) != 2) return false;
@@ -101,7 +102,8 @@ class JournalSink final : public spdlog::sinks::base_sink<std::mutex> {
     fields.push_back("SYSLOG_IDENTIFIER=reclaimd");
     std::vector<iovec> iov;
     iov.reserve(fields.size());
-    for (auto& f : fields) iov.push_back(iovec{f.data(), f.size()});
+    for (auto& f : fields)
+      iov.push_back(iovec{f.data(), f.size()});
     sd_journal_sendv(iov.data(), static_cast<int>(iov.size()));
   }
   void flush_() override {}
@@ -126,6 +128,8 @@ void initLogging(spdlog::level::level_enum level) {
   spdlog::set_default_logger(logger);
 }
 
-void shutdownLogging() { spdlog::shutdown(); }
+void shutdownLogging() {
+  spdlog::shutdown();
+}
 
 }  // namespace reclaimd

@@ -17,7 +17,9 @@ enum class Errc {
   Invalid = 2,  // a value out of range, a rule that contradicts another
 };
 const std::error_category& reclaimdCategory();
-inline std::error_code make_error_code(Errc e) { return {static_cast<int>(e), reclaimdCategory()}; }
+inline std::error_code make_error_code(Errc e) {
+  return {static_cast<int>(e), reclaimdCategory()};
+}
 
 struct Error {
   std::error_code code;
@@ -39,8 +41,8 @@ Error invalidError(std::string context);
 template <typename T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : v_(std::move(value)) {}            // NOLINT: implicit by design
-  Result(Error error) : v_(std::move(error)) {}        // NOLINT: implicit by design
+  Result(T value) : v_(std::move(value)) {}      // NOLINT: implicit by design
+  Result(Error error) : v_(std::move(error)) {}  // NOLINT: implicit by design
 
   bool ok() const { return v_.index() == 0; }
   explicit operator bool() const { return ok(); }

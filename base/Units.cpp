@@ -19,7 +19,8 @@ namespace {
 // Splits "128MiB" into "128" and "MiB".
 std::pair<std::string_view, std::string_view> splitNumber(std::string_view text) {
   std::size_t i = 0;
-  while (i < text.size() && (text[i] >= '0' && text[i] <= '9')) ++i;
+  while (i < text.size() && (text[i] >= '0' && text[i] <= '9'))
+    ++i;
   return {text.substr(0, i), text.substr(i)};
 }
 
@@ -32,11 +33,16 @@ std::optional<std::uint64_t> parseBytes(std::string_view text) {
   std::uint64_t multiplier = 1;
   if (!suffix.empty()) {
     switch (suffix[0]) {
-      case 'K': case 'k': multiplier = kKiB; break;
-      case 'M': case 'm': multiplier = kMiB; break;
-      case 'G': case 'g': multiplier = kGiB; break;
-      case 'T': case 't': multiplier = kGiB * 1024; break;
-      case 'B': case 'b': multiplier = 1; break;
+      case 'K':
+      case 'k': multiplier = kKiB; break;
+      case 'M':
+      case 'm': multiplier = kMiB; break;
+      case 'G':
+      case 'g': multiplier = kGiB; break;
+      case 'T':
+      case 't': multiplier = kGiB * 1024; break;
+      case 'B':
+      case 'b': multiplier = 1; break;
       default: return std::nullopt;
     }
     std::string_view rest = suffix.substr(1);
@@ -55,11 +61,16 @@ std::optional<std::chrono::milliseconds> parseDuration(std::string_view text) {
   auto number = parseU64(digits);
   if (!number) return std::nullopt;
   std::uint64_t ms_per_unit = 0;
-  if (suffix.empty() || suffix == "s") ms_per_unit = 1000;
-  else if (suffix == "ms") ms_per_unit = 1;
-  else if (suffix == "m" || suffix == "min") ms_per_unit = 60'000;
-  else if (suffix == "h") ms_per_unit = 3'600'000;
-  else return std::nullopt;
+  if (suffix.empty() || suffix == "s")
+    ms_per_unit = 1000;
+  else if (suffix == "ms")
+    ms_per_unit = 1;
+  else if (suffix == "m" || suffix == "min")
+    ms_per_unit = 60'000;
+  else if (suffix == "h")
+    ms_per_unit = 3'600'000;
+  else
+    return std::nullopt;
   // A day in ms fits easily; anything beyond a few years is a typo, not a policy.
   constexpr std::uint64_t kMaxMs = 365ULL * 24 * 3'600'000;
   if (*number > kMaxMs / ms_per_unit) return std::nullopt;
@@ -79,7 +90,10 @@ std::string formatMiBSigned(std::int64_t bytes) {
 }
 
 std::string formatBytes(std::uint64_t bytes) {
-  struct Unit { std::uint64_t size; const char* name; };
+  struct Unit {
+    std::uint64_t size;
+    const char* name;
+  };
   constexpr Unit kUnits[] = {{kGiB * 1024, "TiB"}, {kGiB, "GiB"}, {kMiB, "MiB"}, {kKiB, "KiB"}};
   for (const auto& unit : kUnits) {
     if (bytes >= unit.size && bytes % unit.size == 0) return std::to_string(bytes / unit.size) + unit.name;
@@ -99,8 +113,10 @@ std::string formatDuration(std::chrono::nanoseconds d) {
   char buf[32];
   if (d >= seconds(1)) {
     double s = duration<double>(d).count();
-    if (d % seconds(1) == nanoseconds(0)) std::snprintf(buf, sizeof buf, "%.0fs", s);
-    else std::snprintf(buf, sizeof buf, "%.3gs", s);
+    if (d % seconds(1) == nanoseconds(0))
+      std::snprintf(buf, sizeof buf, "%.0fs", s);
+    else
+      std::snprintf(buf, sizeof buf, "%.3gs", s);
   } else {
     std::snprintf(buf, sizeof buf, "%.3gms", duration<double, std::milli>(d).count());
   }

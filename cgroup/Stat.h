@@ -11,7 +11,7 @@ namespace reclaimd::cgroup {
 // Bytes, except the refault counter (pages, cumulative).
 struct MemoryStat {
   std::uint64_t anon = 0;
-  std::uint64_t file = 0;          // includes shmem/tmpfs, which file reclaim cannot drop
+  std::uint64_t file = 0;  // includes shmem/tmpfs, which file reclaim cannot drop
   std::uint64_t activeFile = 0;
   std::uint64_t inactiveFile = 0;
   std::uint64_t shmem = 0;

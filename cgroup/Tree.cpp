@@ -40,7 +40,6 @@ Result<std::vector<Entry>> listDir(int fd) {
   return out;
 }
 
-
 void walkChildren(Tree& tree, int fd, int index, std::size_t maxNodes);
 
 // Adds the subdirectories among `entries` (of directory `fd`, node `index`) and their subtrees.
@@ -50,7 +49,7 @@ void addChildren(Tree& tree, int fd, int index, const std::vector<Entry>& entrie
     // One fstatat says what an entry is and, for a directory, how many subdirectories it has:
     // kernfs (cgroupfs) and tmpfs keep st_nlink at 2 + subdirectories. Most cgroups are leaves,
     // and a leaf needs no open and no listing at all.
-    struct stat st{};
+    struct stat st {};
     if (::fstatat(fd, e.name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
       ++tree.vanished;  // removed since the listing
       continue;
@@ -76,8 +75,10 @@ void addChildren(Tree& tree, int fd, int index, const std::vector<Entry>& entrie
     int childFd = ::openat(fd, e.name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (childFd < 0) {
       // Replaced by a symlink, or removed, since the fstatat: keep the node, skip its children.
-      if (errno == ELOOP || errno == ENOTDIR) ++tree.symlinks;
-      else ++tree.vanished;
+      if (errno == ELOOP || errno == ENOTDIR)
+        ++tree.symlinks;
+      else
+        ++tree.vanished;
       continue;
     }
     UniqueFd child(childFd);
@@ -99,7 +100,7 @@ void walkChildren(Tree& tree, int fd, int index, std::size_t maxNodes) {
 }  // namespace
 
 Result<std::uint64_t> inodeOf(int fd) {
-  struct stat st{};
+  struct stat st {};
   if (::fstat(fd, &st) != 0) return errnoError(errno, "fstat");
   return static_cast<std::uint64_t>(st.st_ino);
 }

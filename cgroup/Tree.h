@@ -18,9 +18,9 @@
 namespace reclaimd::cgroup {
 
 struct TreeNode {
-  std::string path;          // relative to the root: "" for the root, "system.slice/cron.service"
-  std::uint64_t inode = 0;   // the cgroup's identity: a cgroup made again under the same name is new
-  int parent = -1;           // index of the parent node; -1 for the root
+  std::string path;         // relative to the root: "" for the root, "system.slice/cron.service"
+  std::uint64_t inode = 0;  // the cgroup's identity: a cgroup made again under the same name is new
+  int parent = -1;          // index of the parent node; -1 for the root
   std::vector<int> children;
 };
 

@@ -11,7 +11,7 @@
 namespace reclaimd::controller {
 
 struct Candidate {
-  int target = 0;                // caller's index
+  int target = 0;                 // caller's index
   std::uint64_t reclaimable = 0;  // bytes the target holds that reclaim can take
   std::uint64_t floor = 0;        // bytes it keeps
   std::uint64_t step = 0;         // most it may give in one pass

@@ -38,7 +38,9 @@ struct Common {
   EndpointOptions endpoints;
 };
 
-Paths pathsOf(const Common& c) { return Paths{c.procRoot, c.cgroupRoot}; }
+Paths pathsOf(const Common& c) {
+  return Paths{c.procRoot, c.cgroupRoot};
+}
 
 // The policy in force: the file when given, else the built-in default.
 Result<policies::Policy> loadPolicy(const Common& c) {
@@ -145,8 +147,10 @@ int commandCheckConfig(const std::string& file, const std::vector<std::string>& 
     for (const std::string& raw : explainPaths) {
       // Accept "/system.slice" and "system.slice/" as the same cgroup; reject what leaves the root.
       std::string path = raw;
-      while (!path.empty() && path.front() == '/') path.erase(0, 1);
-      while (!path.empty() && path.back() == '/') path.pop_back();
+      while (!path.empty() && path.front() == '/')
+        path.erase(0, 1);
+      while (!path.empty() && path.back() == '/')
+        path.pop_back();
       if (!path.empty()) {
         auto valid = policies::Pattern::parse(path);
         if (!valid || !valid->exact()) {
@@ -213,7 +217,9 @@ int runCli(int argc, char** argv) {
   std::vector<std::string> explainPaths;
   auto* check = app.add_subcommand("check-config", "validate a policy file without running");
   check->add_option("file", checkFile, "the policy file")->required();
-  check->add_option("--explain", explainPaths, "cgroup paths (relative to the cgroup root): which rule governs each, and why")
+  check
+      ->add_option("--explain", explainPaths,
+                   "cgroup paths (relative to the cgroup root): which rule governs each, and why")
       ->expected(1, -1);
 
   try {

@@ -135,24 +135,30 @@ void Daemon::applyPolicy() {
     };
     if (same(machine)) continue;
     bool have = false;
-    for (const auto& d : next) have = have || same(d.config);
+    for (const auto& d : next)
+      have = have || same(d.config);
     if (have) continue;
-    auto old = std::find_if(ruleDetectors_.begin(), ruleDetectors_.end(), [&](const auto& d) { return same(d.config); });
-    if (old != ruleDetectors_.end()) next.push_back(std::move(*old));
-    else next.push_back(RuleDetector{c, IdleDetector(c), {}});
+    auto old =
+        std::find_if(ruleDetectors_.begin(), ruleDetectors_.end(), [&](const auto& d) { return same(d.config); });
+    if (old != ruleDetectors_.end())
+      next.push_back(std::move(*old));
+    else
+      next.push_back(RuleDetector{c, IdleDetector(c), {}});
   }
   ruleDetectors_ = std::move(next);
   setUpMachinePressure();
   // Targets' scopes take the new settings as they are made again.
   if (targets_) {
-    for (Target& t : targets_->all()) t.pressure.reset();
+    for (Target& t : targets_->all())
+      t.pressure.reset();
   }
 }
 
 const IdleVerdict& Daemon::systemVerdict(const policies::IdleSettings& idle) const {
   const IdleConfig c = idleConfigOf(idle);
   for (const auto& d : ruleDetectors_) {
-    if (d.config.thresholdPercent == c.thresholdPercent && d.config.grace == c.grace && d.config.interval == c.interval) {
+    if (d.config.thresholdPercent == c.thresholdPercent && d.config.grace == c.grace &&
+        d.config.interval == c.interval) {
       return d.verdict;
     }
   }
@@ -276,7 +282,8 @@ void Daemon::scheduleNext(TimePoint now, const IdleVerdict& verdict) {
       if (p && *p + 1ms < next) next = std::max(*p + 1ms, now + 1ms);
     }
   }
-  if (targets_ && !policy_.rules.empty()) next = std::min(next, std::max(targets_->lastWalk() + kWalkPeriod, now + 1ms));
+  if (targets_ && !policy_.rules.empty())
+    next = std::min(next, std::max(targets_->lastWalk() + kWalkPeriod, now + 1ms));
   // systemd's watchdog is pinged from the tick: never sleep past half its timeout.
   if (auto interval = notifier_.watchdogInterval()) next = std::min(next, now + *interval);
   if (auto armed = armTimer(next); !armed) {
@@ -337,7 +344,8 @@ void Daemon::tick(TimePoint now) {
     return;
   }
   verdict_ = detector_.add(*sample);
-  for (auto& d : ruleDetectors_) d.verdict = d.detector.add(*sample);
+  for (auto& d : ruleDetectors_)
+    d.verdict = d.detector.add(*sample);
   const IdleVerdict& v = verdict_;
   if (v.reset) spdlog::info("event=idle_reset reason=\"cpu counters went backwards\"");
   if (v.periodEnded) {

@@ -14,14 +14,14 @@
 #include "base/UniqueFd.h"
 #include "controller/Budget.h"
 #include "controller/Decide.h"
-#include "controller/IdleDetector.h"
 #include "controller/Endpoints.h"
+#include "controller/IdleDetector.h"
 #include "controller/ModeChoice.h"
 #include "controller/Notify.h"
-#include "controller/Status.h"
-#include "controller/Pressure.h"
 #include "controller/Paths.h"
+#include "controller/Pressure.h"
 #include "controller/Probe.h"
+#include "controller/Status.h"
 #include "controller/Targets.h"
 #include "policies/Policy.h"
 
@@ -78,7 +78,8 @@ class Daemon {
   std::vector<Share> planPass(const proc::Meminfo& mem) const;
   std::uint64_t executePass(const std::vector<Share>& shares);
   // Writes one share in chunks; `budget` (the pass's write time left) shrinks by its duration.
-  std::int64_t reclaimTarget(Target& target, std::uint64_t bytes, std::uint64_t known, std::chrono::nanoseconds& budget);
+  std::int64_t reclaimTarget(Target& target, std::uint64_t bytes, std::uint64_t known,
+                             std::chrono::nanoseconds& budget);
 
   // pressure
   void setUpMachinePressure();
@@ -113,7 +114,7 @@ class Daemon {
   IdleDetector detector_;  // the machine, under the policy's idle settings
   IdleVerdict verdict_;    // its last verdict
   std::vector<RuleDetector> ruleDetectors_;
-  PeriodState period_;     // the machine's idle period (dropcache, compaction on entry)
+  PeriodState period_;  // the machine's idle period (dropcache, compaction on entry)
 
   UniqueFd epoll_, timer_, signals_;
   KeptFile stat_, meminfo_;
@@ -131,7 +132,8 @@ class Daemon {
   bool cgroupPollingLogged_ = false;
   std::chrono::nanoseconds tick_{10'000'000};  // one USER_HZ tick; set from sysconf
   double overshoot_ = 0;
-  std::uint64_t machineRefaults_ = 0;  // /proc/vmstat's refault count, this tick  // freed per byte asked, learned from the kernel (ReclaimStep.h)
+  std::uint64_t machineRefaults_ =
+      0;  // /proc/vmstat's refault count, this tick  // freed per byte asked, learned from the kernel (ReclaimStep.h)
 
   Endpoints endpoints_;
   Notifier notifier_;

@@ -15,7 +15,9 @@ using namespace std::chrono;
 
 namespace {
 
-double ms(microseconds d) { return duration<double, std::milli>(d).count(); }
+double ms(microseconds d) {
+  return duration<double, std::milli>(d).count();
+}
 
 }  // namespace
 
@@ -59,7 +61,9 @@ void Daemon::ensureScope(Target& t) {
     spdlog::warn("event=pressure_watch scope=cgroups mode=polling reason={}", quoted(t.pressure->why()));
   }
   spdlog::debug("event=pressure_watch scope={} mode={} trigger={}", t.label(),
-                t.pressure->eventFd() >= 0 ? "trigger" : t.pressure->readable() ? "polling" : "off",
+                t.pressure->eventFd() >= 0 ? "trigger"
+                : t.pressure->readable()   ? "polling"
+                                           : "off",
                 quoted(t.pressure->triggerText()));
 }
 

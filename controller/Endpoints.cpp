@@ -22,8 +22,8 @@ namespace {
 
 constexpr std::size_t kMaxConnections = 16;  // a status client or a scraper at a time, with room
 constexpr std::size_t kMaxRequest = 8192;
-constexpr auto kClientTimeout = 5s;          // the readiness probe's timeout
-constexpr auto kMetricsFilePeriod = 10s;     // node_exporter scrapes every 15 s by default
+constexpr auto kClientTimeout = 5s;       // the readiness probe's timeout
+constexpr auto kMetricsFilePeriod = 10s;  // node_exporter scrapes every 15 s by default
 
 void add(int epollFd, int fd, std::uint32_t events) {
   epoll_event ev{};
@@ -36,7 +36,8 @@ void add(int epollFd, int fd, std::uint32_t events) {
 
 Result<LoopbackAddress> parseLoopback(std::string_view text) {
   const std::size_t colon = text.rfind(':');
-  if (colon == std::string_view::npos) return invalidError("--metrics-listen " + std::string(text) + ": expected HOST:PORT");
+  if (colon == std::string_view::npos)
+    return invalidError("--metrics-listen " + std::string(text) + ": expected HOST:PORT");
   std::string host(text.substr(0, colon));
   auto port = parseU64(text.substr(colon + 1));
   if (!port || *port == 0 || *port > 65535) return invalidError("--metrics-listen " + std::string(text) + ": bad port");

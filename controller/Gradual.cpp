@@ -58,7 +58,8 @@ void Daemon::gradualTick(TimePoint now, const IdleVerdict& verdict) {
   for (Target& t : targets_->all()) {
     if (activeTarget(t)) ensureScope(t);
     if (!t.pressure) continue;
-    if ((activeTarget(t) && t.pressure->eventFd() < 0) || t.pressure->backoff().active()) samplePressure(*t.pressure, now);
+    if ((activeTarget(t) && t.pressure->eventFd() < 0) || t.pressure->backoff().active())
+      samplePressure(*t.pressure, now);
   }
   std::uint64_t freed = 0;
   if (auto mem = readMeminfo(); mem && std::any_of(targets_->all().begin(), targets_->all().end(), activeTarget)) {
@@ -105,7 +106,8 @@ std::vector<Share> Daemon::planPass(const proc::Meminfo& mem) const {
   // The machine keeps its floor whatever the targets' floors say.
   const std::uint64_t machineRoom =
       mem.reclaimable() > policy_.reclaim.floor ? mem.reclaimable() - policy_.reclaim.floor : 0;
-  const std::uint64_t budget = std::min(scaled(policies::stepBytes(mem.memTotal, policy_.reclaim), machineScale), machineRoom);
+  const std::uint64_t budget =
+      std::min(scaled(policies::stepBytes(mem.memTotal, policy_.reclaim), machineScale), machineRoom);
   const auto& targets = targets_->all();
   std::vector<Candidate> candidates;
   for (std::size_t i = 0; i < targets.size(); ++i) {
@@ -115,8 +117,8 @@ std::vector<Share> Daemon::planPass(const proc::Meminfo& mem) const {
     const std::uint64_t reclaimable = t.measured->first;
     if (t.period.stalledAt && reclaimable < *t.period.stalledAt + policy_.reclaim.chunk) continue;
     const double scale = machineScale * (t.pressure ? t.pressure->backoff().scale() : 1.0);
-    candidates.push_back(
-        Candidate{static_cast<int>(i), reclaimable, t.floor(), scaled(policies::stepBytes(mem.memTotal, t.gov.steps), scale)});
+    candidates.push_back(Candidate{static_cast<int>(i), reclaimable, t.floor(),
+                                   scaled(policies::stepBytes(mem.memTotal, t.gov.steps), scale)});
   }
   return shareBudget(std::move(candidates), budget, policies::kMinRequestBytes);
 }
@@ -199,8 +201,10 @@ std::int64_t Daemon::reclaimTarget(Target& t, std::uint64_t bytes, std::uint64_t
   // Watch the refaults that follow: a jump means the step cut into the working set.
   if (t.gov.pressure.enabled) {
     std::optional<std::uint64_t> refaults;
-    if (t.isRoot()) refaults = readMachineRefaults();
-    else if (auto m = targets_->measure(t, proc::Meminfo{}, machineRefaults_)) refaults = m->second;
+    if (t.isRoot())
+      refaults = readMachineRefaults();
+    else if (auto m = targets_->measure(t, proc::Meminfo{}, machineRefaults_))
+      refaults = m->second;
     if (refaults) t.refaults.stepEnded(clock_.now(), *refaults);
   }
   auto level = step.status == cgroup::ReclaimStatus::Failed ? spdlog::level::err : spdlog::level::info;
@@ -214,7 +218,8 @@ std::int64_t Daemon::reclaimTarget(Target& t, std::uint64_t bytes, std::uint64_t
   // Asked and (almost) nothing freed — EAGAIN, or cache regrowing as fast as it goes: pause
   // this target until its cache grows by a chunk, so it cannot hold the whole budget every
   // pass while other idle targets wait.
-  if (step.requestedBytes >= policies::kMinRequestBytes && step.freed() < static_cast<std::int64_t>(policies::kMinRequestBytes)) {
+  if (step.requestedBytes >= policies::kMinRequestBytes &&
+      step.freed() < static_cast<std::int64_t>(policies::kMinRequestBytes)) {
     t.period.stalledAt = step.after;
   }
   switch (step.status) {

@@ -41,7 +41,8 @@ double IdleDetector::busyPercent(const CpuSample& from, const CpuSample& to) con
 void IdleDetector::prune(TimePoint now) {
   // Keep one sample at or before the start of the longest span as its anchor.
   const TimePoint horizon = now - std::max(config_.grace, config_.interval);
-  while (history_.size() >= 2 && history_[1].at <= horizon) history_.pop_front();
+  while (history_.size() >= 2 && history_[1].at <= horizon)
+    history_.pop_front();
 }
 
 IdleVerdict IdleDetector::add(const CpuSample& sample) {

@@ -45,7 +45,8 @@ EffectiveMode chooseMode(Mode requested, const Capabilities& caps, bool hasRules
       m.reason = "dropcache by policy";
       return m;
     case Mode::Gradual:
-      if (!caps.reclaimWritable) return dropCacheOrNothing("memory.reclaim is unavailable: " + caps.reclaimProblem, caps, hasRules);
+      if (!caps.reclaimWritable)
+        return dropCacheOrNothing("memory.reclaim is unavailable: " + caps.reclaimProblem, caps, hasRules);
       if (caps.swappinessKey == KeySupport::Supported) {
         m.mode = Mode::Gradual;
         m.format = cgroup::ReclaimFormat::SwappinessZero;
@@ -55,8 +56,9 @@ EffectiveMode chooseMode(Mode requested, const Capabilities& caps, bool hasRules
       if (!caps.swapActive) {
         m.mode = Mode::Gradual;
         m.format = cgroup::ReclaimFormat::Plain;
-        m.reason = "gradual without the swappiness key (kernel before 6.11); no swap is active, so reclaim "
-                   "can only take file cache";
+        m.reason =
+            "gradual without the swappiness key (kernel before 6.11); no swap is active, so reclaim "
+            "can only take file cache";
         return m;
       }
       return dropCacheOrNothing(

@@ -22,11 +22,14 @@ void Notifier::reloading() {
   // MONOTONIC_USEC lets systemd 253+ (Type=notify-reload) match the reload; older ones ignore it.
   timespec ts{};
   clock_gettime(CLOCK_MONOTONIC, &ts);
-  sd_notifyf(0, "RELOADING=1\nMONOTONIC_USEC=%llu",
-             static_cast<unsigned long long>(ts.tv_sec) * 1000000ULL + static_cast<unsigned long long>(ts.tv_nsec) / 1000);
+  sd_notifyf(
+      0, "RELOADING=1\nMONOTONIC_USEC=%llu",
+      static_cast<unsigned long long>(ts.tv_sec) * 1000000ULL + static_cast<unsigned long long>(ts.tv_nsec) / 1000);
 }
 
-void Notifier::stopping() { sd_notify(0, "STOPPING=1"); }
+void Notifier::stopping() {
+  sd_notify(0, "STOPPING=1");
+}
 
 void Notifier::status(const std::string& text) {
   if (text == lastStatus_) return;

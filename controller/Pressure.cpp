@@ -3,7 +3,6 @@
 #include <sys/epoll.h>
 #include <unistd.h>
 
-
 #include "psi/Pressure.h"
 
 namespace reclaimd::controller {
@@ -68,7 +67,8 @@ Result<void> PressureWatch::add(const PressureScope& scope, std::uint32_t id) {
   // The id, the fd and its kind travel together (bit 31 of the id half marks an eventfd), so
   // nothing has to be looked up or kept here; a scope's fd closing removes it from the set.
   const std::uint64_t kind = scope.eventIsEventfd() ? (1ULL << 63) : 0;
-  ev.data.u64 = kind | (static_cast<std::uint64_t>(id & 0x7fffffffU) << 32) | static_cast<std::uint32_t>(scope.eventFd());
+  ev.data.u64 =
+      kind | (static_cast<std::uint64_t>(id & 0x7fffffffU) << 32) | static_cast<std::uint32_t>(scope.eventFd());
   if (::epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, scope.eventFd(), &ev) != 0) {
     return errnoError(errno, "watch " + scope.label() + " for pressure events");
   }

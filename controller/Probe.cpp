@@ -157,22 +157,25 @@ std::string describe(const Capabilities& caps) {
     if (!problem.empty()) out += " (" + problem + ")";
     out += "\n";
   };
-  line("cgroup2_root", caps.cgroupRoot.empty() ? "none" : caps.cgroupRoot, caps.cgroupRoot.empty() ? caps.cgroupProblem : "");
+  line("cgroup2_root", caps.cgroupRoot.empty() ? "none" : caps.cgroupRoot,
+       caps.cgroupRoot.empty() ? caps.cgroupProblem : "");
   line("memory_controller", yesNo(caps.memoryController), caps.memoryController ? "" : caps.cgroupProblem);
   line("memory_reclaim", caps.reclaimWritable ? "writable" : "unavailable", caps.reclaimProblem);
   const char* key = caps.swappinessKey == KeySupport::Supported     ? "yes"
                     : caps.swappinessKey == KeySupport::Unsupported ? "no (kernel before 6.11)"
-                                                                     : "unknown";
+                                                                    : "unknown";
   line("swappiness_key", key);
   line("swap_active", yesNo(caps.swapActive));
   line("psi", yesNo(caps.psiAvailable), caps.psiProblem);
   if (caps.psiAvailable) {
-    line("psi_triggers", caps.psiTriggers ? "yes" : "no, pressure is read every sample instead", caps.psiTriggerProblem);
+    line("psi_triggers", caps.psiTriggers ? "yes" : "no, pressure is read every sample instead",
+         caps.psiTriggerProblem);
   }
   line("compact_memory", yesNo(caps.compactMemory));
   line("drop_caches", caps.dropCaches ? "writable" : "unavailable", caps.dropCachesProblem);
   if (!caps.libcgroupMemory.empty()) {
-    const bool v1 = !caps.cgroupRoot.empty() && caps.libcgroupMemory.front() == '/' && caps.libcgroupMemory != caps.cgroupRoot;
+    const bool v1 =
+        !caps.cgroupRoot.empty() && caps.libcgroupMemory.front() == '/' && caps.libcgroupMemory != caps.cgroupRoot;
     line("libcgroup_memory_mount", caps.libcgroupMemory + (v1 ? " (cgroup v1: no memory.reclaim there)" : ""));
   }
   return out;

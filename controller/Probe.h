@@ -17,8 +17,8 @@ struct Capabilities {
   bool reclaimWritable = false;   // the root's memory.reclaim took a zero-byte request
   std::string reclaimProblem;
   KeySupport swappinessKey = KeySupport::Unknown;  // "0 swappiness=0" accepted (6.11+)
-  bool swapActive = false;        // SwapTotal > 0
-  bool psiAvailable = false;      // <proc>/pressure/memory readable (needs psi=1 on Debian)
+  bool swapActive = false;                         // SwapTotal > 0
+  bool psiAvailable = false;                       // <proc>/pressure/memory readable (needs psi=1 on Debian)
   std::string psiProblem;
   bool psiTriggers = false;       // a trigger registers and can be waited on with epoll
   std::string psiTriggerProblem;  // else: why (pressure is then read every sample instead)

@@ -23,9 +23,9 @@ using ChunkWriter = std::function<cgroup::ReclaimWrite(std::uint64_t bytes)>;
 using Measure = std::function<std::optional<std::uint64_t>()>;
 
 struct StepLimits {
-  std::uint64_t stepBytes = 0;  // at most this much asked in this step
-  std::uint64_t floor = 0;      // never ask for what would take the target under this
-  std::uint64_t chunk = 0;      // largest single request
+  std::uint64_t stepBytes = 0;         // at most this much asked in this step
+  std::uint64_t floor = 0;             // never ask for what would take the target under this
+  std::uint64_t chunk = 0;             // largest single request
   std::chrono::nanoseconds budget{0};  // write time after which the step yields (>= 1 chunk)
   // Freed per byte asked, as learned from earlier steps (a property of the kernel); 0 when not
   // known yet: the first chunk then aims at half the distance to the floor, to learn it.
@@ -33,12 +33,12 @@ struct StepLimits {
 };
 
 enum class StepEnd {
-  Asked,     // the whole step was asked for
-  Floor,     // the target reached the floor
-  Kernel,    // a chunk came back other than Done (EAGAIN, EINVAL, gone, error)
-  Stopped,   // shouldStop() said so
-  Budget,    // the time budget ran out
-  Unmeasured // the target's figures could not be read
+  Asked,      // the whole step was asked for
+  Floor,      // the target reached the floor
+  Kernel,     // a chunk came back other than Done (EAGAIN, EINVAL, gone, error)
+  Stopped,    // shouldStop() said so
+  Budget,     // the time budget ran out
+  Unmeasured  // the target's figures could not be read
 };
 
 const char* toString(StepEnd end);
@@ -50,7 +50,7 @@ struct StepOutcome {
   int chunks = 0;
   cgroup::ReclaimStatus status = cgroup::ReclaimStatus::Done;  // of the last chunk
   int err = 0;                                                 // of the last chunk
-  std::chrono::nanoseconds took{0};  // time spent in writes
+  std::chrono::nanoseconds took{0};                            // time spent in writes
   StepEnd end = StepEnd::Asked;
   double overshoot = 0;  // as learned by the end of this step (0: still unknown)
 

@@ -4,7 +4,9 @@ namespace reclaimd::controller {
 
 namespace {
 
-double seconds(std::chrono::nanoseconds d) { return std::chrono::duration<double>(d).count(); }
+double seconds(std::chrono::nanoseconds d) {
+  return std::chrono::duration<double>(d).count();
+}
 
 }  // namespace
 
@@ -36,7 +38,8 @@ std::optional<RefaultJump> RefaultGuard::check(TimePoint at, std::uint64_t refau
   const double expected = watch_->rateBefore * elapsed;
   const double seen = static_cast<double>(refaults - watch_->base);
   if (seen - expected > static_cast<double>(config_.limitPages)) {
-    RefaultJump jump{static_cast<std::uint64_t>(seen - expected), watch_->rateBefore, elapsed > 0 ? seen / elapsed : seen};
+    RefaultJump jump{static_cast<std::uint64_t>(seen - expected), watch_->rateBefore,
+                     elapsed > 0 ? seen / elapsed : seen};
     watch_.reset();
     lastAt_ = at;
     last_ = refaults;

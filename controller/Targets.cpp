@@ -10,15 +10,19 @@
 
 namespace reclaimd::controller {
 
-IdleConfig idleConfigOf(const policies::IdleSettings& s) { return IdleConfig{s.thresholdPercent, s.grace, s.interval}; }
+IdleConfig idleConfigOf(const policies::IdleSettings& s) {
+  return IdleConfig{s.thresholdPercent, s.grace, s.interval};
+}
 
-bool activeTarget(const Target& t) { return t.idle && t.gov.mode == policies::Mode::Gradual; }
+bool activeTarget(const Target& t) {
+  return t.idle && t.gov.mode == policies::Mode::Gradual;
+}
 
 bool within(std::string_view path, std::string_view ancestor) {
   if (ancestor.empty()) return true;
-  return path.substr(0, ancestor.size()) == ancestor && (path.size() == ancestor.size() || path[ancestor.size()] == '/');
+  return path.substr(0, ancestor.size()) == ancestor &&
+         (path.size() == ancestor.size() || path[ancestor.size()] == '/');
 }
-
 
 Target Targets::make(std::string path, std::uint64_t inode, policies::Governance gov, TimePoint now) {
   Target t;
@@ -43,7 +47,8 @@ Result<WalkStats> Targets::refresh(const policies::Policy& policy, TimePoint now
   std::vector<Target> next;
   // Old state by path; reused only when the inode is the same cgroup's.
   std::unordered_map<std::string, Target*> old;
-  for (Target& t : targets_) old.emplace(t.path, &t);
+  for (Target& t : targets_)
+    old.emplace(t.path, &t);
   auto adopt = [&](std::string path, std::uint64_t inode, policies::Governance gov) {
     auto it = old.find(path);
     if (it != old.end() && it->second->inode == inode && it->second->cgroup && it->second->gov.rule == gov.rule) {

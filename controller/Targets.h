@@ -7,8 +7,8 @@
 // a new cgroup: fresh state.
 #pragma once
 
-#include <cstdint>
 #include <algorithm>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>

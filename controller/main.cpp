@@ -1,3 +1,5 @@
 #include "controller/Cli.h"
 
-int main(int argc, char** argv) { return reclaimd::controller::runCli(argc, argv); }
+int main(int argc, char** argv) {
+  return reclaimd::controller::runCli(argc, argv);
+}

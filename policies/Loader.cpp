@@ -46,10 +46,12 @@ class Reader {
       const std::string full = path.empty() ? key : path + "." + key;
       if (!seen.insert(key).second) fail(keyNode, full, "key appears twice");
       bool known = false;
-      for (auto a : allowed) known = known || a == key;
+      for (auto a : allowed)
+        known = known || a == key;
       if (!known) {
         std::string list;
-        for (auto a : allowed) list += (list.empty() ? "" : ", ") + std::string(a);
+        for (auto a : allowed)
+          list += (list.empty() ? "" : ", ") + std::string(a);
         fail(keyNode, full, "unknown key (known here: " + list + ")");
       }
     }
@@ -76,7 +78,8 @@ class Reader {
       auto parsed = parseBytes(v.Scalar());
       if (!parsed) return fail(v, full, "expected a size like \"128M\" or \"1G\", got \"" + v.Scalar() + "\"");
       if (*parsed < min || *parsed > max) {
-        return fail(v, full, "must be between " + formatBytes(min) + " and " + formatBytes(max) + ", got " + v.Scalar());
+        return fail(v, full,
+                    "must be between " + formatBytes(min) + " and " + formatBytes(max) + ", got " + v.Scalar());
       }
       out = *parsed;
     });
@@ -86,9 +89,11 @@ class Reader {
                 milliseconds max) {
     with(map, path, key, [&](const YAML::Node& v, const std::string& full) {
       auto parsed = parseDuration(v.Scalar());
-      if (!parsed) return fail(v, full, "expected a duration like \"500ms\", \"30s\" or \"2m\", got \"" + v.Scalar() + "\"");
+      if (!parsed)
+        return fail(v, full, "expected a duration like \"500ms\", \"30s\" or \"2m\", got \"" + v.Scalar() + "\"");
       if (*parsed < min || *parsed > max) {
-        return fail(v, full, "must be between " + formatDuration(min) + " and " + formatDuration(max) + ", got " + v.Scalar());
+        return fail(v, full,
+                    "must be between " + formatDuration(min) + " and " + formatDuration(max) + ", got " + v.Scalar());
       }
       out = *parsed;
     });
@@ -104,8 +109,9 @@ class Reader {
         return fail(v, full, "expected a percentage like 0.5, got \"" + v.Scalar() + "\"");
       }
       if (!(value > min && value <= max)) {
-        return fail(v, full, "must be above " + fmt::format("{:g}", min) + " and at most " + fmt::format("{:g}", max) +
-                                 ", got " + v.Scalar());
+        return fail(v, full,
+                    "must be above " + fmt::format("{:g}", min) + " and at most " + fmt::format("{:g}", max) +
+                        ", got " + v.Scalar());
       }
       out = value;
     });
@@ -116,8 +122,9 @@ class Reader {
     with(map, path, key, [&](const YAML::Node& v, const std::string& full) {
       auto parsed = parseU64(v.Scalar());
       if (!parsed || *parsed < min || *parsed > max) {
-        return fail(v, full, "expected a whole number from " + std::to_string(min) + " to " + std::to_string(max) +
-                                 ", got \"" + v.Scalar() + "\"");
+        return fail(v, full,
+                    "expected a whole number from " + std::to_string(min) + " to " + std::to_string(max) + ", got \"" +
+                        v.Scalar() + "\"");
       }
       out = static_cast<std::uint32_t>(*parsed);
     });
@@ -125,9 +132,12 @@ class Reader {
 
   void boolean(const YAML::Node& map, const std::string& path, const char* key, bool& out) {
     with(map, path, key, [&](const YAML::Node& v, const std::string& full) {
-      if (v.Scalar() == "true") out = true;
-      else if (v.Scalar() == "false") out = false;
-      else fail(v, full, "expected true or false, got \"" + v.Scalar() + "\"");
+      if (v.Scalar() == "true")
+        out = true;
+      else if (v.Scalar() == "false")
+        out = false;
+      else
+        fail(v, full, "expected true or false, got \"" + v.Scalar() + "\"");
     });
   }
 
@@ -142,7 +152,8 @@ class Reader {
   bool ok() const { return errors_.empty(); }
   Error error() const {
     std::string all;
-    for (const auto& e : errors_) all += (all.empty() ? "" : "\n") + e;
+    for (const auto& e : errors_)
+      all += (all.empty() ? "" : "\n") + e;
     return invalidError(all);
   }
 
@@ -160,15 +171,18 @@ void readIdle(Reader& r, const YAML::Node& node, IdleSettings& idle) {
   r.duration(node, "idle", "sample_period", idle.samplePeriod, 100ms, 1min);
   r.boolean(node, "idle", "predict", idle.predict);
   if (node.IsMap()) {
-    if (idle.interval > idle.grace) r.fail(node["interval"] ? node["interval"] : node, "idle.interval", "must not be longer than idle.grace");
+    if (idle.interval > idle.grace)
+      r.fail(node["interval"] ? node["interval"] : node, "idle.interval", "must not be longer than idle.grace");
     if (idle.samplePeriod > idle.interval) {
-      r.fail(node["sample_period"] ? node["sample_period"] : node, "idle.sample_period", "must not be longer than idle.interval");
+      r.fail(node["sample_period"] ? node["sample_period"] : node, "idle.sample_period",
+             "must not be longer than idle.interval");
     }
   }
 }
 
 void readReclaim(Reader& r, const YAML::Node& node, ReclaimSettings& rec) {
-  if (!r.checkMap(node, "reclaim", {"floor", "step_min", "step_max", "step_divisor", "chunk", "compact", "cgroup_floor"})) {
+  if (!r.checkMap(node, "reclaim",
+                  {"floor", "step_min", "step_max", "step_divisor", "chunk", "compact", "cgroup_floor"})) {
     return;
   }
   constexpr std::uint64_t kMaxSize = 1024 * kGiB;  // far above any machine here: a typo guard
@@ -275,7 +289,8 @@ void readRules(Reader& r, const YAML::Node& node, Policy& policy) {
     return;
   }
   if (policy.mode == Mode::DropCache && node.size() > 0) {
-    r.fail(node, "rules", "per-cgroup rules need mode gradual or disabled: dropcache drops every cgroup's cache at once");
+    r.fail(node, "rules",
+           "per-cgroup rules need mode gradual or disabled: dropcache drops every cgroup's cache at once");
   }
   for (std::size_t i = 0; i < node.size(); ++i) {
     readRule(r, node[i], "rules[" + std::to_string(i + 1) + "]", policy, policy.rules);

@@ -53,7 +53,8 @@ Result<Pattern> Pattern::parse(std::string_view text) {
   p.text_ = std::string(text);
   for (std::string_view component : splitPath(text)) {
     if (component.empty()) return fail("empty path component (\"//\")");
-    if (component == "." || component == "..") return fail("\".\" and \"..\" are not allowed: rules never leave the cgroup root");
+    if (component == "." || component == "..")
+      return fail("\".\" and \"..\" are not allowed: rules never leave the cgroup root");
     if (component.find("**") != std::string_view::npos && component != "**") {
       return fail("\"**\" must be a whole component");
     }
@@ -63,7 +64,8 @@ Result<Pattern> Pattern::parse(std::string_view text) {
       p.exact_ = false;
       const bool onlyWildcards = component.find_first_not_of("*?") == std::string_view::npos;
       (onlyWildcards ? p.specificity_.single : p.specificity_.partial)++;
-      for (char c : component) p.specificity_.literalChars += (c != '*' && c != '?' && c != '[' && c != ']') ? 1 : 0;
+      for (char c : component)
+        p.specificity_.literalChars += (c != '*' && c != '?' && c != '[' && c != ']') ? 1 : 0;
     } else {
       p.specificity_.literal++;
       p.specificity_.literalChars += static_cast<int>(component.size());
@@ -73,6 +75,8 @@ Result<Pattern> Pattern::parse(std::string_view text) {
   return p;
 }
 
-bool Pattern::matches(std::string_view path) const { return matchFrom(components_, 0, splitPath(path), 0); }
+bool Pattern::matches(std::string_view path) const {
+  return matchFrom(components_, 0, splitPath(path), 0);
+}
 
 }  // namespace reclaimd::policies

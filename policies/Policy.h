@@ -95,7 +95,7 @@ std::optional<IdleSource> parseIdleSource(std::string_view text);
 // the machine-wide ones (idle, reclaim steps); its floor defaults to reclaim.cgroupFloor.
 struct Rule {
   Pattern pattern;
-  int line = 0;  // where the rule starts in the policy file (1-based), for --explain
+  int line = 0;               // where the rule starts in the policy file (1-based), for --explain
   Mode mode = Mode::Gradual;  // Disabled or Gradual: dropcache cannot be aimed at a cgroup
   std::uint64_t floor = 0;
   std::uint64_t stepMin = 0, stepMax = 0;

@@ -51,7 +51,8 @@ namespace {
 std::string why(const Rule& winner, const Rule& loser) {
   const Specificity& w = winner.pattern.specificity();
   const Specificity& l = loser.pattern.specificity();
-  if (w.literal != l.literal) return "more literal components (" + std::to_string(w.literal) + " > " + std::to_string(l.literal) + ")";
+  if (w.literal != l.literal)
+    return "more literal components (" + std::to_string(w.literal) + " > " + std::to_string(l.literal) + ")";
   if (w.partial != l.partial) return "more partly literal components";
   if (w.single != l.single) return "more single-component wildcards";
   if (w.literalChars != l.literalChars) return "more literal characters";
@@ -60,7 +61,8 @@ std::string why(const Rule& winner, const Rule& loser) {
 
 std::string describeRule(const Policy& p, int index) {
   const Rule& r = p.rules[static_cast<std::size_t>(index)];
-  return "rule " + std::to_string(index + 1) + " (line " + std::to_string(r.line) + ", match \"" + r.pattern.text() + "\")";
+  return "rule " + std::to_string(index + 1) + " (line " + std::to_string(r.line) + ", match \"" + r.pattern.text() +
+         "\")";
 }
 
 }  // namespace

@@ -24,12 +24,17 @@ std::optional<std::uint64_t> parseKb(std::string_view rest) {
 
 Result<Meminfo> parseMeminfo(std::string_view content) {
   Meminfo m;
-  struct Field { std::string_view name; std::uint64_t* target; bool required; bool seen; };
+  struct Field {
+    std::string_view name;
+    std::uint64_t* target;
+    bool required;
+    bool seen;
+  };
   Field fields[] = {
-      {"MemTotal", &m.memTotal, true, false},        {"MemFree", &m.memFree, true, false},
-      {"Active(file)", &m.activeFile, true, false},  {"Inactive(file)", &m.inactiveFile, true, false},
+      {"MemTotal", &m.memTotal, true, false},         {"MemFree", &m.memFree, true, false},
+      {"Active(file)", &m.activeFile, true, false},   {"Inactive(file)", &m.inactiveFile, true, false},
       {"SReclaimable", &m.sReclaimable, true, false}, {"Shmem", &m.shmem, false, false},
-      {"SwapTotal", &m.swapTotal, false, false},     {"SwapFree", &m.swapFree, false, false},
+      {"SwapTotal", &m.swapTotal, false, false},      {"SwapFree", &m.swapFree, false, false},
   };
   while (!content.empty()) {
     std::size_t newline = content.find('\n');
@@ -41,7 +46,8 @@ Result<Meminfo> parseMeminfo(std::string_view content) {
     for (auto& field : fields) {
       if (field.name != name) continue;
       auto bytes = parseKb(line.substr(colon + 1));
-      if (!bytes) return parseError("/proc/meminfo: malformed " + std::string(name) + " line: \"" + std::string(line) + "\"");
+      if (!bytes)
+        return parseError("/proc/meminfo: malformed " + std::string(name) + " line: \"" + std::string(line) + "\"");
       *field.target = *bytes;
       field.seen = true;
     }

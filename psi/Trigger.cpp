@@ -38,7 +38,7 @@ Result<Trigger> Trigger::open(int dirFd, const std::string& name, const TriggerS
   if (!fd) return errnoError(fd.error().errnoValue(), fd.error().context + hint(fd.error().errnoValue()));
   // Only a kernel pressure file takes a trigger; written anywhere else (a test fixture, a
   // mistaken --proc-root) the text would just overwrite the file.
-  struct statfs fs{};
+  struct statfs fs {};
   if (::fstatfs(fd->get(), &fs) != 0) return errnoError(errno, "statfs " + name);
   if (fs.f_type != PROC_SUPER_MAGIC && fs.f_type != CGROUP2_SUPER_MAGIC) {
     return errnoError(EOPNOTSUPP, name + " is not on procfs or cgroup2: no trigger registered");

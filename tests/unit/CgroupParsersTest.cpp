@@ -52,17 +52,17 @@ TEST_P(MountinfoTest, FindsCgroup2) {
 
 INSTANTIATE_TEST_SUITE_P(
     Table, MountinfoTest,
-    ::testing::Values(
-        MountCase{"hybrid", kHybrid, true, "/sys/fs/cgroup/unified"},
-        MountCase{"unified", kUnified, true, "/sys/fs/cgroup"},
-        MountCase{"container_bind_mount", kContainer, true, "/host/sys/fs/cgroup"},
-        MountCase{"no_cgroup2", "22 1 254:0 / / rw - ext4 /dev/vda rw\n", true, std::nullopt},
-        MountCase{"escaped_space", "30 25 0:26 / /mnt/my\\040cgroup rw - cgroup2 none rw\n", true, "/mnt/my cgroup"},
-        MountCase{"optional_fields", "30 25 0:26 / /cg rw shared:1 master:2 unbindable - cgroup2 none rw\n", true,
-                  "/cg"},
-        MountCase{"no_separator", "30 25 0:26 / /cg rw cgroup2 none rw\n", false, std::nullopt},
-        MountCase{"truncated", "30 25 0:26 /", false, std::nullopt},
-        MountCase{"empty", "", true, std::nullopt}),
+    ::testing::Values(MountCase{"hybrid", kHybrid, true, "/sys/fs/cgroup/unified"},
+                      MountCase{"unified", kUnified, true, "/sys/fs/cgroup"},
+                      MountCase{"container_bind_mount", kContainer, true, "/host/sys/fs/cgroup"},
+                      MountCase{"no_cgroup2", "22 1 254:0 / / rw - ext4 /dev/vda rw\n", true, std::nullopt},
+                      MountCase{"escaped_space", "30 25 0:26 / /mnt/my\\040cgroup rw - cgroup2 none rw\n", true,
+                                "/mnt/my cgroup"},
+                      MountCase{"optional_fields",
+                                "30 25 0:26 / /cg rw shared:1 master:2 unbindable - cgroup2 none rw\n", true, "/cg"},
+                      MountCase{"no_separator", "30 25 0:26 / /cg rw cgroup2 none rw\n", false, std::nullopt},
+                      MountCase{"truncated", "30 25 0:26 /", false, std::nullopt},
+                      MountCase{"empty", "", true, std::nullopt}),
     [](const auto& tc) { return std::string(tc.param.name); });
 
 TEST(MemoryStat, ParsesTheFieldsReclaimNeeds) {

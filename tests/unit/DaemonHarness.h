@@ -19,9 +19,9 @@ class DaemonHarness : public ::testing::Test {
   // Starts reclaimd with fx_'s policy.yaml (written by the test), debug logging, its own status
   // socket, and `extra` arguments; `env` is added to its environment.
   std::unique_ptr<Process> start(std::vector<std::string> extra = {}, std::vector<std::string> env = {}) {
-    std::vector<std::string> argv = {RECLAIMD_BINARY,  "--proc-root", fx_.path("proc"), "--cgroup-root", fx_.path("cg"),
-                                     "--config",       fx_.path("policy.yaml"),          "--log-level",   "debug",
-                                     "--status-socket", fx_.path("run/status.sock")};
+    std::vector<std::string> argv = {RECLAIMD_BINARY, "--proc-root",     fx_.path("proc"),           "--cgroup-root",
+                                     fx_.path("cg"),  "--config",        fx_.path("policy.yaml"),    "--log-level",
+                                     "debug",         "--status-socket", fx_.path("run/status.sock")};
     argv.insert(argv.end(), extra.begin(), extra.end());
     return std::make_unique<Process>(argv, fx_.path("log"), env);
   }
@@ -32,7 +32,9 @@ class DaemonHarness : public ::testing::Test {
   }
 
   std::string log() const { return fx_.read("log"); }
-  bool logHas(const std::string& text, std::size_t from = 0) const { return log().find(text, from) != std::string::npos; }
+  bool logHas(const std::string& text, std::size_t from = 0) const {
+    return log().find(text, from) != std::string::npos;
+  }
   bool waitLog(const std::string& text, std::size_t from = 0,
                std::chrono::milliseconds timeout = std::chrono::seconds(10)) const {
     return eventually([&] { return logHas(text, from); }, timeout);
@@ -41,7 +43,8 @@ class DaemonHarness : public ::testing::Test {
   std::size_t count(const std::string& text, std::size_t from = 0, std::size_t to = std::string::npos) const {
     const std::string l = log().substr(from, to == std::string::npos ? std::string::npos : to - from);
     std::size_t n = 0;
-    for (std::size_t p = l.find(text); p != std::string::npos; p = l.find(text, p + 1)) ++n;
+    for (std::size_t p = l.find(text); p != std::string::npos; p = l.find(text, p + 1))
+      ++n;
     return n;
   }
 

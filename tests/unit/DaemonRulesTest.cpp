@@ -61,15 +61,18 @@ TEST_F(DaemonRulesTest, VanishingAndNewCgroupsAreHandled) {
   FakeMachine m(fx_);
   m.setBusy(30);
   m.addCgroup("build.slice", 400);
-  for (int i = 0; i < 20; ++i) m.addCgroup("build.slice/job" + std::to_string(i), 10);
+  for (int i = 0; i < 20; ++i)
+    m.addCgroup("build.slice/job" + std::to_string(i), 10);
   auto d = startWith(kRules);
   ASSERT_TRUE(waitLog("event=walk cgroups=")) << log();
   // Cgroups come and go between and during passes.
   for (int round = 0; round < 30; ++round) {
     for (int i = 0; i < 20; ++i) {
       const std::string job = "build.slice/job" + std::to_string(i);
-      if ((i + round) % 3 == 0) m.removeCgroup(job);
-      else m.addCgroup(job, 10);
+      if ((i + round) % 3 == 0)
+        m.removeCgroup(job);
+      else
+        m.addCgroup(job, 10);
     }
     fx_.remove("cg/tmp-" + std::to_string(round));
     fx_.mkdir("cg/tmp-" + std::to_string(round + 1));
@@ -93,7 +96,12 @@ TEST_F(DaemonRulesTest, RecreatedCgroupStartsAfresh) {
   ASSERT_TRUE(waitLog("event=walk cgroups=1 ")) << log();
   m.addCgroup("build.slice", 400);
   const std::string before = log();
-  ASSERT_TRUE(eventually([&] { return log().size() > before.size() && log().find("event=target_idle cgroup=build.slice", before.size()) != std::string::npos; }, 10s))
+  ASSERT_TRUE(eventually(
+      [&] {
+        return log().size() > before.size() &&
+               log().find("event=target_idle cgroup=build.slice", before.size()) != std::string::npos;
+      },
+      10s))
       << log();
   d->signal(SIGTERM);
   EXPECT_EQ(d->wait(5s), 0);

@@ -16,8 +16,7 @@ namespace {
 
 using namespace std::chrono_literals;
 
-constexpr const char* kFastPolicy =
-    "idle:\n  grace: 1s\n  interval: 1s\n  sample_period: 100ms\n";
+constexpr const char* kFastPolicy = "idle:\n  grace: 1s\n  interval: 1s\n  sample_period: 100ms\n";
 
 class DaemonTest : public DaemonHarness {
  protected:
@@ -76,7 +75,8 @@ TEST_F(DaemonTest, DropCacheOncePerIdlePeriod) {
   std::this_thread::sleep_for(1s);
   const std::string text = log();
   std::size_t count = 0;
-  for (std::size_t pos = 0; (pos = text.find("event=dropcache ", pos)) != std::string::npos; ++pos) ++count;
+  for (std::size_t pos = 0; (pos = text.find("event=dropcache ", pos)) != std::string::npos; ++pos)
+    ++count;
   EXPECT_EQ(count, 1u) << "once per idle period\n" << text;
   EXPECT_EQ(fx_.read("cg/memory.reclaim"), "0 swappiness=0") << "dropcache never writes memory.reclaim";
   d->signal(SIGTERM);
@@ -174,12 +174,14 @@ TEST(Cli, VersionHelpAndUsage) {
 TEST(Cli, ProbePrintsCapabilitiesAndMode) {
   Fixture fx;
   FakeMachine machine(fx);
-  auto [code, out] = runCommand({RECLAIMD_BINARY, "--proc-root", fx.path("proc"), "--cgroup-root", fx.path("cg"), "probe"});
+  auto [code, out] =
+      runCommand({RECLAIMD_BINARY, "--proc-root", fx.path("proc"), "--cgroup-root", fx.path("cg"), "probe"});
   EXPECT_EQ(code, 0) << out;
   EXPECT_NE(out.find("effective_mode: gradual (swappiness=0)"), std::string::npos) << out;
   fx.remove("cg/memory.reclaim");
   fx.remove("proc/sys/vm/drop_caches");
-  auto [code2, out2] = runCommand({RECLAIMD_BINARY, "--proc-root", fx.path("proc"), "--cgroup-root", fx.path("cg"), "probe"});
+  auto [code2, out2] =
+      runCommand({RECLAIMD_BINARY, "--proc-root", fx.path("proc"), "--cgroup-root", fx.path("cg"), "probe"});
   EXPECT_EQ(code2, 69) << out2;
 }
 

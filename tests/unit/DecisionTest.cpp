@@ -27,10 +27,10 @@ TEST_P(StepSizeTest, RamScaledWithinBounds) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Seed, StepSizeTest,
-                         ::testing::Values(StepCase{2 * kGiB, 256 * kMiB},    // 64 MiB, raised to the minimum
-                                           StepCase{8 * kGiB, 256 * kMiB},    // exactly 1/32
-                                           StepCase{16 * kGiB, 512 * kMiB},   // 1/32
-                                           StepCase{32 * kGiB, 1 * kGiB},     // exactly the maximum
+                         ::testing::Values(StepCase{2 * kGiB, 256 * kMiB},   // 64 MiB, raised to the minimum
+                                           StepCase{8 * kGiB, 256 * kMiB},   // exactly 1/32
+                                           StepCase{16 * kGiB, 512 * kMiB},  // 1/32
+                                           StepCase{32 * kGiB, 1 * kGiB},    // exactly the maximum
                                            StepCase{64 * kGiB, 1 * kGiB}));  // 2 GiB, capped
 
 TEST(StepSize, RequestStopsAtTheFloor) {
@@ -115,8 +115,8 @@ INSTANTIATE_TEST_SUITE_P(
                  },
                  Mode::Disabled, ReclaimFormat::Plain, true, true},
         ModeCase{"dropcache", Mode::DropCache, keep, Mode::DropCache, ReclaimFormat::Plain, false, false},
-        ModeCase{"dropcache_unwritable", Mode::DropCache, [](Capabilities& c) { c.dropCaches = false; },
-                 Mode::Disabled, ReclaimFormat::Plain, true, true},
+        ModeCase{"dropcache_unwritable", Mode::DropCache, [](Capabilities& c) { c.dropCaches = false; }, Mode::Disabled,
+                 ReclaimFormat::Plain, true, true},
         ModeCase{"disabled", Mode::Disabled, [](Capabilities& c) { c.dropCaches = c.reclaimWritable = false; },
                  Mode::Disabled, ReclaimFormat::Plain, false, false}),
     [](const auto& tc) { return std::string(tc.param.name); });
@@ -164,7 +164,8 @@ struct FakeKernel {
     }
     return w;
   }
-  StepOutcome run(StepLimits limits, std::function<bool()> stop = [] { return false; }) {
+  StepOutcome run(
+      StepLimits limits, std::function<bool()> stop = [] { return false; }) {
     return runStep(
         limits, [this] { return std::optional(cache); }, [this](std::uint64_t b) { return write(b); }, stop);
   }
@@ -270,11 +271,15 @@ TEST(ReclaimStep, UnsupportedStopsAtOnce) {
 TEST(ReclaimStep, UnreadableTargetEndsTheStep) {
   int reads = 0;
   StepOutcome s = runStep(
-      limits(1 * kGiB), [&]() -> std::optional<std::uint64_t> {
+      limits(1 * kGiB),
+      [&]() -> std::optional<std::uint64_t> {
         if (++reads > 1) return std::nullopt;
         return 500 * kMiB;
       },
-      [](std::uint64_t) { return cgroup::ReclaimWrite{ReclaimStatus::Done, 0, 1ms}; }, [] { return false; });
+      [](std::uint64_t) {
+        return cgroup::ReclaimWrite{ReclaimStatus::Done, 0, 1ms};
+      },
+      [] { return false; });
   EXPECT_EQ(s.chunks, 1);
   EXPECT_EQ(s.end, StepEnd::Unmeasured);
 }

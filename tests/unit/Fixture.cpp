@@ -34,9 +34,13 @@ std::string Fixture::read(std::string_view relative) const {
   return ss.str();
 }
 
-void Fixture::mkdir(std::string_view relative) const { std::filesystem::create_directories(root_ / relative); }
+void Fixture::mkdir(std::string_view relative) const {
+  std::filesystem::create_directories(root_ / relative);
+}
 
-void Fixture::remove(std::string_view relative) const { std::filesystem::remove_all(root_ / relative); }
+void Fixture::remove(std::string_view relative) const {
+  std::filesystem::remove_all(root_ / relative);
+}
 
 std::string procStat(unsigned long long user, unsigned long long system, unsigned long long idle) {
   std::ostringstream s;

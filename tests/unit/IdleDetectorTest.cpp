@@ -106,7 +106,8 @@ TEST(IdleDetector, WindowGoingBusyEndsThePeriod) {
   m.run(130s, 0.0);
   ASSERT_TRUE(m.detector().inIdlePeriod());
   bool ended = false;
-  for (int i = 0; i < 5 && !ended; ++i) ended = m.advance(1s, 1.0).periodEnded;
+  for (int i = 0; i < 5 && !ended; ++i)
+    ended = m.advance(1s, 1.0).periodEnded;
   EXPECT_TRUE(ended);
   EXPECT_FALSE(m.detector().inIdlePeriod());
   // The next idle period needs a full quiet window again.
@@ -201,7 +202,8 @@ TEST(IdleDetector, PredictsTheMomentTheWindowCompletes) {
   // Busy samples every 200 ms (as the daemon takes them while busy), quiet ones every second.
   Machine m(kSeed);
   m.baseline();
-  for (int i = 0; i < 150; ++i) m.advance(200ms, 1.0);
+  for (int i = 0; i < 150; ++i)
+    m.advance(200ms, 1.0);
   const nanoseconds workEnd = m.elapsed();
   m.advance(1s, 0.0);
   auto predicted = m.detector().predictIdle();
@@ -209,7 +211,8 @@ TEST(IdleDetector, PredictsTheMomentTheWindowCompletes) {
   // 0.5 % of a 120 s window may still be busy: one busy CPU's last 0.6 s.
   EXPECT_EQ(*predicted - TimePoint{}, workEnd + 119400ms);
   // Quiet samples up to just before the prediction are not idle; one just after is.
-  while (m.elapsed() + 1s < *predicted - TimePoint{}) EXPECT_FALSE(m.advance(1s, 0.0).idle());
+  while (m.elapsed() + 1s < *predicted - TimePoint{})
+    EXPECT_FALSE(m.advance(1s, 0.0).idle());
   EXPECT_FALSE(m.advance((*predicted - TimePoint{}) - m.elapsed() - 10ms, 0.0).idle());
   EXPECT_TRUE(m.advance(11ms, 0.0).idle());
 }
@@ -241,7 +244,8 @@ TEST(IdleDetector, PredictionIsNeverLaterThanTheTruth) {
   for (double load : {0.3, 0.9, 2.5}) {
     Machine m(IdleConfig{0.5, 30s, 10s}, 4);
     m.baseline();
-    for (int i = 0; i < 40; ++i) m.advance(200ms, i % 3 == 0 ? load : load / 2);
+    for (int i = 0; i < 40; ++i)
+      m.advance(200ms, i % 3 == 0 ? load : load / 2);
     m.advance(1s, 0.0);
     auto predicted = m.detector().predictIdle();
     ASSERT_TRUE(predicted.has_value());

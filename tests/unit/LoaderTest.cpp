@@ -70,16 +70,19 @@ INSTANTIATE_TEST_SUITE_P(
     Table, LoaderErrorTest,
     ::testing::Values(
         ErrorCase{"unknown_top_key", "mode: gradual\nfloor: 1G\n", "policy.yaml:2:1: floor: unknown key"},
-        ErrorCase{"unknown_nested_key", "idle:\n  grace: 1m\n  gracee: 2m\n", "policy.yaml:3:3: idle.gracee: unknown key"},
+        ErrorCase{"unknown_nested_key", "idle:\n  grace: 1m\n  gracee: 2m\n",
+                  "policy.yaml:3:3: idle.gracee: unknown key"},
         ErrorCase{"bad_mode", "mode: aggressive\n", "policy.yaml:1:7: mode: expected disabled, dropcache or gradual"},
         ErrorCase{"wrong_type_map", "idle: 5\n", "policy.yaml:1:7: idle: expected a mapping"},
-        ErrorCase{"wrong_type_list", "reclaim:\n  floor: [1, 2]\n", "policy.yaml:2:10: reclaim.floor: expected a single value"},
+        ErrorCase{"wrong_type_list", "reclaim:\n  floor: [1, 2]\n",
+                  "policy.yaml:2:10: reclaim.floor: expected a single value"},
         ErrorCase{"bad_size", "reclaim:\n  floor: lots\n", "policy.yaml:2:10: reclaim.floor: expected a size"},
         ErrorCase{"bad_duration", "idle:\n  grace: soon\n", "policy.yaml:2:10: idle.grace: expected a duration"},
         ErrorCase{"grace_too_short", "idle:\n  grace: 100ms\n", "idle.grace: must be between 1s and 86400s"},
         ErrorCase{"threshold_zero", "idle:\n  threshold_percent: 0\n", "idle.threshold_percent: must be above 0"},
         ErrorCase{"threshold_over", "idle:\n  threshold_percent: 101\n", "at most 100"},
-        ErrorCase{"divisor_zero", "reclaim:\n  step_divisor: 0\n", "reclaim.step_divisor: expected a whole number from 1"},
+        ErrorCase{"divisor_zero", "reclaim:\n  step_divisor: 0\n",
+                  "reclaim.step_divisor: expected a whole number from 1"},
         ErrorCase{"bool", "reclaim:\n  compact: yes\n", "reclaim.compact: expected true or false"},
         ErrorCase{"chunk_tiny", "reclaim:\n  chunk: 4K\n", "reclaim.chunk: must be between 1MiB"},
         ErrorCase{"step_order", "reclaim:\n  step_min: 1G\n  step_max: 256M\n",
@@ -141,9 +144,10 @@ TEST(Loader, ShippedPolicyFileIsTheBuiltInPolicy) {
 }
 
 TEST(Loader, PressureKeys) {
-  auto p = parsePolicy("pressure:\n  enabled: false\n  stall: 300ms\n  window: 2s\n  calm: 1m\n  min_step: 4M\n"
-                       "  refault_limit: 8M\n  refault_window: 30s\n",
-                       "p.yaml");
+  auto p = parsePolicy(
+      "pressure:\n  enabled: false\n  stall: 300ms\n  window: 2s\n  calm: 1m\n  min_step: 4M\n"
+      "  refault_limit: 8M\n  refault_window: 30s\n",
+      "p.yaml");
   ASSERT_TRUE(p.ok()) << p.error().message();
   EXPECT_FALSE(p->pressure.enabled);
   EXPECT_EQ(p->pressure.stall, 300ms);

@@ -29,8 +29,8 @@ TEST(Loopback, OnlyLoopbackAddresses) {
   EXPECT_TRUE(controller::parseLoopback("127.1.2.3:9101").ok());
   EXPECT_TRUE(controller::parseLoopback("[::1]:9101").ok());
   EXPECT_TRUE(controller::parseLoopback("localhost:9101").ok());
-  for (const char* bad : {"0.0.0.0:9101", "10.0.0.1:9101", "[::]:9101", "example.com:9101", "127.0.0.1",
-                          "127.0.0.1:0", "127.0.0.1:70000", ":9101"}) {
+  for (const char* bad : {"0.0.0.0:9101", "10.0.0.1:9101", "[::]:9101", "example.com:9101", "127.0.0.1", "127.0.0.1:0",
+                          "127.0.0.1:70000", ":9101"}) {
     EXPECT_FALSE(controller::parseLoopback(bad).ok()) << bad;
   }
   auto wildcard = controller::parseLoopback("0.0.0.0:9101");
@@ -54,7 +54,9 @@ TEST(Metrics, ExpositionFormat) {
   s.pressure.push_back({"machine", "trigger", false, 3, 1, 0.5});
   s.targets.push_back({"a\"b", "2", "gradual", true, false, 0, 99, 2, 1, 0.25, ""});
   const std::string m = controller::formatMetrics(s);
-  EXPECT_NE(m.find("# TYPE reclaimd_reclaimed_bytes_total counter\nreclaimd_reclaimed_bytes_total 1234\n"), std::string::npos) << m;
+  EXPECT_NE(m.find("# TYPE reclaimd_reclaimed_bytes_total counter\nreclaimd_reclaimed_bytes_total 1234\n"),
+            std::string::npos)
+      << m;
   EXPECT_NE(m.find("reclaimd_up{mode=\"gradual\",requested=\"gradual\",version=\"0.1.0\"} 1"), std::string::npos);
   EXPECT_NE(m.find("reclaimd_machine_idle 1"), std::string::npos);
   EXPECT_NE(m.find("reclaimd_pressure_events_total{scope=\"machine\",watch=\"trigger\"} 3"), std::string::npos);
@@ -81,13 +83,13 @@ TEST_F(OperateTest, StatusOverTheSocket) {
   FakeMachine m(fx_);
   auto d = start();
   ASSERT_TRUE(waitLog("event=reclaim_step")) << log();
-  struct stat st{};
+  struct stat st {};
   ASSERT_EQ(::stat(fx_.path("run/status.sock").c_str(), &st), 0) << "the directory is made if missing";
   EXPECT_EQ(st.st_mode & 0777, 0600u) << "root only";
   auto [code, out] = runCommand({RECLAIMD_BINARY, "status", "--socket", fx_.path("run/status.sock")});
   EXPECT_EQ(code, 0) << out;
-  for (const char* key : {"version: ", "mode: gradual (swappiness=0)", "machine: idle", "reclaimed: ",
-                          "target /: rule machine, gradual, idle"}) {
+  for (const char* key : {"version: ", "mode: gradual (swappiness=0)", "machine: idle",
+                          "reclaimed: ", "target /: rule machine, gradual, idle"}) {
     EXPECT_NE(out.find(key), std::string::npos) << key << "\n" << out;
   }
   d->signal(SIGTERM);
@@ -125,7 +127,8 @@ std::string httpGet(int port, const std::string& path) {
   std::string out;
   char buf[4096];
   ssize_t n;
-  while ((n = ::read(fd, buf, sizeof buf)) > 0) out.append(buf, static_cast<std::size_t>(n));
+  while ((n = ::read(fd, buf, sizeof buf)) > 0)
+    out.append(buf, static_cast<std::size_t>(n));
   ::close(fd);
   return out;
 }
@@ -133,10 +136,11 @@ std::string httpGet(int port, const std::string& path) {
 TEST_F(OperateTest, MetricsFileAndHttp) {
   FakeMachine m(fx_);
   const int port = 20000 + (::getpid() % 20000);
-  auto d = start({"--metrics-file", fx_.path("reclaimd.prom"), "--metrics-listen", "127.0.0.1:" + std::to_string(port)});
+  auto d =
+      start({"--metrics-file", fx_.path("reclaimd.prom"), "--metrics-listen", "127.0.0.1:" + std::to_string(port)});
   ASSERT_TRUE(waitLog("event=reclaim_step")) << log();
   ASSERT_TRUE(eventually([&] { return fx_.read("reclaimd.prom").find("reclaimd_up{") != std::string::npos; }, 5s));
-  struct stat st{};
+  struct stat st {};
   ASSERT_EQ(::stat(fx_.path("reclaimd.prom").c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 0777, 0644u) << "node_exporter runs as its own user";
   const std::string response = httpGet(port, "/metrics");
@@ -147,8 +151,8 @@ TEST_F(OperateTest, MetricsFileAndHttp) {
   EXPECT_EQ(httpGet(port, "/").rfind("HTTP/1.1 404", 0), 0u);
   d->signal(SIGTERM);
   EXPECT_EQ(d->wait(5s), 0);
-  auto [code, out] = runCommand({RECLAIMD_BINARY, "--metrics-listen", "0.0.0.0:9101", "--proc-root",
-                                 fx_.path("proc"), "--status-socket", ""});
+  auto [code, out] = runCommand(
+      {RECLAIMD_BINARY, "--metrics-listen", "0.0.0.0:9101", "--proc-root", fx_.path("proc"), "--status-socket", ""});
   EXPECT_EQ(code, 64) << out;
 }
 
@@ -165,7 +169,8 @@ TEST_F(OperateTest, NotifiesSystemd) {
   auto drain = [&] {
     char buf[4096];
     ssize_t n;
-    while ((n = ::recv(fd, buf, sizeof buf, 0)) > 0) received += std::string(buf, static_cast<std::size_t>(n)) + "\n";
+    while ((n = ::recv(fd, buf, sizeof buf, 0)) > 0)
+      received += std::string(buf, static_cast<std::size_t>(n)) + "\n";
     return received;
   };
   // A 400 ms watchdog: pings must come at least every 200 ms, whatever the sample period.
@@ -175,7 +180,8 @@ TEST_F(OperateTest, NotifiesSystemd) {
   std::this_thread::sleep_for(1s);
   drain();
   std::size_t pings = 0;
-  for (std::size_t p = received.find("WATCHDOG=1"); p != std::string::npos; p = received.find("WATCHDOG=1", p + 1)) ++pings;
+  for (std::size_t p = received.find("WATCHDOG=1"); p != std::string::npos; p = received.find("WATCHDOG=1", p + 1))
+    ++pings;
   EXPECT_GE(pings, 5u) << received;
   d->signal(SIGHUP);
   ASSERT_TRUE(eventually([&] { return drain().find("RELOADING=1") != std::string::npos; }, 5s)) << received;

@@ -18,7 +18,9 @@ namespace {
 
 using namespace std::chrono_literals;
 
-TimePoint at(std::chrono::nanoseconds d) { return TimePoint{} + d; }
+TimePoint at(std::chrono::nanoseconds d) {
+  return TimePoint{} + d;
+}
 
 TEST(Meter, StallOverTheWindow) {
   psi::Meter m(2s);

@@ -32,26 +32,24 @@ TEST_P(ProcStatTest, Parses) {
   EXPECT_EQ(r->total(), c.total);
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Table, ProcStatTest,
-    ::testing::Values(
-        // user nice system idle iowait irq softirq steal guest guest_nice
-        StatCase{"full_line", "cpu  100 20 30 1000 50 5 6 7 40 2\ncpu0 1 2 3 4\n", true, 100 + 20 + 30 + 5 + 6 + 7,
-                 100 + 20 + 30 + 5 + 6 + 7 + 1000 + 50},
-        StatCase{"guest_not_added_twice", "cpu  100 0 0 0 0 0 0 0 100 0\n", true, 100, 100},
-        StatCase{"real_kernel", testing::procStat(10132153, 3084719, 46828483), true, 10132153 + 3084719,
-                 10132153 + 3084719 + 46828483},
-        StatCase{"four_fields_old_kernel", "cpu  1 2 3 4\n", true, 6, 10},
-        StatCase{"tabs", "cpu \t1\t2\t3\t4\t5\t6\t7\t8\n", true, 1 + 2 + 3 + 6 + 7 + 8, 36},
-        StatCase{"truncated_no_newline", "cpu  100 20 30 1000 5", false, 0, 0},
-        StatCase{"too_few_fields", "cpu  100 20 30\n", false, 0, 0},
-        StatCase{"not_a_number", "cpu  100 2x 30 1000\n", false, 0, 0},
-        StatCase{"negative", "cpu  -1 0 0 10\n", false, 0, 0},
-        StatCase{"overflow", "cpu  99999999999999999999999 0 0 1\n", false, 0, 0},
-        StatCase{"per_cpu_first", "cpu0 1 2 3 4\n", false, 0, 0},
-        StatCase{"empty", "", false, 0, 0},
-        StatCase{"garbage", "\x01\x02\xff\n", false, 0, 0}),
-    [](const auto& tc) { return std::string(tc.param.name); });
+INSTANTIATE_TEST_SUITE_P(Table, ProcStatTest,
+                         ::testing::Values(
+                             // user nice system idle iowait irq softirq steal guest guest_nice
+                             StatCase{"full_line", "cpu  100 20 30 1000 50 5 6 7 40 2\ncpu0 1 2 3 4\n", true,
+                                      100 + 20 + 30 + 5 + 6 + 7, 100 + 20 + 30 + 5 + 6 + 7 + 1000 + 50},
+                             StatCase{"guest_not_added_twice", "cpu  100 0 0 0 0 0 0 0 100 0\n", true, 100, 100},
+                             StatCase{"real_kernel", testing::procStat(10132153, 3084719, 46828483), true,
+                                      10132153 + 3084719, 10132153 + 3084719 + 46828483},
+                             StatCase{"four_fields_old_kernel", "cpu  1 2 3 4\n", true, 6, 10},
+                             StatCase{"tabs", "cpu \t1\t2\t3\t4\t5\t6\t7\t8\n", true, 1 + 2 + 3 + 6 + 7 + 8, 36},
+                             StatCase{"truncated_no_newline", "cpu  100 20 30 1000 5", false, 0, 0},
+                             StatCase{"too_few_fields", "cpu  100 20 30\n", false, 0, 0},
+                             StatCase{"not_a_number", "cpu  100 2x 30 1000\n", false, 0, 0},
+                             StatCase{"negative", "cpu  -1 0 0 10\n", false, 0, 0},
+                             StatCase{"overflow", "cpu  99999999999999999999999 0 0 1\n", false, 0, 0},
+                             StatCase{"per_cpu_first", "cpu0 1 2 3 4\n", false, 0, 0},
+                             StatCase{"empty", "", false, 0, 0}, StatCase{"garbage", "\x01\x02\xff\n", false, 0, 0}),
+                         [](const auto& tc) { return std::string(tc.param.name); });
 
 struct MeminfoCase {
   const char* name;
@@ -87,7 +85,8 @@ INSTANTIATE_TEST_SUITE_P(
         MeminfoCase{"with_swap", testing::meminfo(8192, 1000, 1, 2, 3, 1024), true, 6 * kMiB, 8192 * kMiB, 1024 * kMiB},
         MeminfoCase{"minimal", kMinimal, true, 35 * kKiB, 2048 * kKiB, 0},
         MeminfoCase{"missing_sreclaimable",
-                    "MemTotal: 2048 kB\nMemFree: 1024 kB\nActive(file): 10 kB\nInactive(file): 20 kB\n", false, 0, 0, 0},
+                    "MemTotal: 2048 kB\nMemFree: 1024 kB\nActive(file): 10 kB\nInactive(file): 20 kB\n", false, 0, 0,
+                    0},
         MeminfoCase{"malformed_value", "MemTotal: 20x48 kB\nMemFree: 1 kB\nActive(file): 1 kB\n", false, 0, 0, 0},
         MeminfoCase{"missing_unit", "MemTotal: 2048\nMemFree: 1 kB\n", false, 0, 0, 0},
         MeminfoCase{"truncated_last_line", kMinimal.substr(0, kMinimal.size() - 5), false, 0, 0, 0},

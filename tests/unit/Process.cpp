@@ -14,11 +14,14 @@ namespace reclaimd::testing {
 
 namespace {
 
-int decode(int status) { return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status); }
+int decode(int status) {
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
 
 }  // namespace
 
-Process::Process(const std::vector<std::string>& argv, const std::string& logPath, const std::vector<std::string>& env) {
+Process::Process(const std::vector<std::string>& argv, const std::string& logPath,
+                 const std::vector<std::string>& env) {
   pid_ = ::fork();
   if (pid_ < 0) throw std::runtime_error("fork failed");
   if (pid_ == 0) {
@@ -30,9 +33,11 @@ Process::Process(const std::vector<std::string>& argv, const std::string& logPat
     sigset_t none;
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, nullptr);
-    for (const auto& e : env) ::putenv(const_cast<char*>(e.c_str()));
+    for (const auto& e : env)
+      ::putenv(const_cast<char*>(e.c_str()));
     std::vector<char*> args;
-    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    for (const auto& a : argv)
+      args.push_back(const_cast<char*>(a.c_str()));
     args.push_back(nullptr);
     ::execv(args[0], args.data());
     ::_exit(121);
@@ -47,7 +52,9 @@ Process::~Process() {
   }
 }
 
-void Process::signal(int sig) const { ::kill(pid_, sig); }
+void Process::signal(int sig) const {
+  ::kill(pid_, sig);
+}
 
 bool Process::running() {
   if (status_) return false;

@@ -31,25 +31,20 @@ TEST_P(PatternTest, Matches) {
 
 INSTANTIATE_TEST_SUITE_P(
     Table, PatternTest,
-    ::testing::Values(MatchCase{"system.slice", "system.slice", true},
-                      MatchCase{"system.slice", "system.slice/cron.service", false},
-                      MatchCase{"system.slice", "", false},
-                      MatchCase{"system.slice/*", "system.slice/cron.service", true},
-                      MatchCase{"system.slice/*", "system.slice", false},
-                      MatchCase{"system.slice/*", "system.slice/a/b", false},
-                      MatchCase{"user.slice/**", "user.slice", true},
-                      MatchCase{"user.slice/**", "user.slice/user-1000.slice/session-1.scope", true},
-                      MatchCase{"user.slice/**", "user.slicex", false},
-                      MatchCase{"**", "", true},
-                      MatchCase{"**", "a/b/c", true},
-                      MatchCase{"docker/*", "docker/0123abcd", true},
-                      MatchCase{"system.slice/docker-*.scope", "system.slice/docker-ab12.scope", true},
-                      MatchCase{"system.slice/docker-*.scope", "system.slice/containerd.service", false},
-                      MatchCase{"**/session-*.scope", "user.slice/user-1000.slice/session-3.scope", true},
-                      MatchCase{"*/*.service", "system.slice/cron.service", true},
-                      MatchCase{"user-100?.slice", "user-1000.slice", true},
-                      MatchCase{"[ab]*", "build.slice", true},
-                      MatchCase{"[ab]*", "cache.slice", false}));
+    ::testing::Values(
+        MatchCase{"system.slice", "system.slice", true}, MatchCase{"system.slice", "system.slice/cron.service", false},
+        MatchCase{"system.slice", "", false}, MatchCase{"system.slice/*", "system.slice/cron.service", true},
+        MatchCase{"system.slice/*", "system.slice", false}, MatchCase{"system.slice/*", "system.slice/a/b", false},
+        MatchCase{"user.slice/**", "user.slice", true},
+        MatchCase{"user.slice/**", "user.slice/user-1000.slice/session-1.scope", true},
+        MatchCase{"user.slice/**", "user.slicex", false}, MatchCase{"**", "", true}, MatchCase{"**", "a/b/c", true},
+        MatchCase{"docker/*", "docker/0123abcd", true},
+        MatchCase{"system.slice/docker-*.scope", "system.slice/docker-ab12.scope", true},
+        MatchCase{"system.slice/docker-*.scope", "system.slice/containerd.service", false},
+        MatchCase{"**/session-*.scope", "user.slice/user-1000.slice/session-3.scope", true},
+        MatchCase{"*/*.service", "system.slice/cron.service", true},
+        MatchCase{"user-100?.slice", "user-1000.slice", true}, MatchCase{"[ab]*", "build.slice", true},
+        MatchCase{"[ab]*", "cache.slice", false}));
 
 TEST(Pattern, RejectsPathsThatLeaveTheRoot) {
   for (const char* bad : {"", "/system.slice", "../etc", "a/../../b", "./a", "a//b", "a/", "a/**b", "a**/b"}) {
@@ -102,8 +97,7 @@ INSTANTIATE_TEST_SUITE_P(
         PrecedenceCase{{"system.slice/*", "system.slice/cron.service"}, "system.slice/cron.service", 1},
         PrecedenceCase{{"system.slice/**", "system.slice/*"}, "system.slice/cron.service", 1},
         PrecedenceCase{{"*/cron.service", "system.slice/*"}, "system.slice/cron.service", 0},  // tie: first
-        PrecedenceCase{{"build.slice"}, "system.slice", -1},
-        PrecedenceCase{{"**", "build.slice/**"}, "", 0}));
+        PrecedenceCase{{"build.slice"}, "system.slice", -1}, PrecedenceCase{{"**", "build.slice/**"}, "", 0}));
 
 TEST(Rules, MatchingRulesAreRankedAndExplained) {
   auto loaded = parsePolicy(R"(rules:
@@ -119,8 +113,9 @@ TEST(Rules, MatchingRulesAreRankedAndExplained) {
   EXPECT_EQ(matchingRules(loaded->rules, "system.slice/cron.service"), (std::vector<int>{2, 1, 0}));
   const std::string text = explain(*loaded, "system.slice/cron.service");
   EXPECT_NE(text.find("governed by rule 3 (line 6, match \"system.slice/cron.service\")"), std::string::npos) << text;
-  EXPECT_NE(text.find("also matches rule 2 (line 4, match \"system.slice/*\"), outranked: more literal components (2 > 1)"),
-            std::string::npos)
+  EXPECT_NE(
+      text.find("also matches rule 2 (line 4, match \"system.slice/*\"), outranked: more literal components (2 > 1)"),
+      std::string::npos)
       << text;
   EXPECT_NE(text.find("idle source cgroup"), std::string::npos) << text;
   EXPECT_NE(explain(*loaded, "init.scope").find("governed by rule 1"), std::string::npos);

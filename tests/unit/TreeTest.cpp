@@ -24,7 +24,8 @@ void cg(testing::Fixture& fx, const std::string& path) {
 
 std::vector<std::string> paths(const cgroup::Tree& t) {
   std::vector<std::string> out;
-  for (const auto& n : t.nodes) out.push_back(n.path);
+  for (const auto& n : t.nodes)
+    out.push_back(n.path);
   return out;
 }
 
@@ -34,7 +35,8 @@ UniqueFd openRoot(const testing::Fixture& fx, const std::string& sub = "cg") {
 
 TEST(Tree, WalksDirectoriesInPreOrder) {
   testing::Fixture fx;
-  for (const char* p : {"cg", "cg/system.slice", "cg/system.slice/cron.service", "cg/user.slice"}) cg(fx, p);
+  for (const char* p : {"cg", "cg/system.slice", "cg/system.slice/cron.service", "cg/user.slice"})
+    cg(fx, p);
   auto root = openRoot(fx);
   auto tree = cgroup::walkTree(root.get());
   ASSERT_TRUE(tree.ok()) << tree.error().message();
@@ -70,7 +72,8 @@ TEST(Tree, NeverFollowsSymlinks) {
 TEST(Tree, BoundedAndRobust) {
   testing::Fixture fx;
   cg(fx, "cg");
-  for (int i = 0; i < 10; ++i) cg(fx, "cg/c" + std::to_string(i));
+  for (int i = 0; i < 10; ++i)
+    cg(fx, "cg/c" + std::to_string(i));
   auto root = openRoot(fx);
   auto tree = cgroup::walkTree(root.get(), 5);
   ASSERT_TRUE(tree.ok());
@@ -104,7 +107,8 @@ struct Scene {
       tree.nodes[static_cast<std::size_t>(parent)].children.push_back(static_cast<int>(tree.nodes.size()));
       tree.nodes.push_back(n);
     }
-    for (const auto& n : tree.nodes) ruleOf.push_back(policies::inheritedRule(policy.rules, n.path));
+    for (const auto& n : tree.nodes)
+      ruleOf.push_back(policies::inheritedRule(policy.rules, n.path));
   }
 
   std::vector<std::string> targets() const {
@@ -116,9 +120,14 @@ struct Scene {
   }
 };
 
-const std::vector<std::string> kSystemd = {"init.scope", "system.slice", "system.slice/cron.service",
-                                           "system.slice/ssh.service", "user.slice", "user.slice/user-1000.slice",
-                                           "user.slice/user-1000.slice/session-1.scope", "build.slice"};
+const std::vector<std::string> kSystemd = {"init.scope",
+                                           "system.slice",
+                                           "system.slice/cron.service",
+                                           "system.slice/ssh.service",
+                                           "user.slice",
+                                           "user.slice/user-1000.slice",
+                                           "user.slice/user-1000.slice/session-1.scope",
+                                           "build.slice"};
 
 TEST(Decompose, NoRulesMeansTheRoot) {
   Scene s(kSystemd, "mode: gradual\n");
@@ -146,9 +155,8 @@ TEST(Decompose, NestedRules) {
   - match: build.slice
     idle_source: cgroup
 )");
-  EXPECT_EQ(s.targets(),
-            (std::vector<std::string>{"init.scope@-1", "system.slice@-1", "user.slice/user-1000.slice/session-1.scope@1",
-                                      "build.slice@2"}));
+  EXPECT_EQ(s.targets(), (std::vector<std::string>{"init.scope@-1", "system.slice@-1",
+                                                   "user.slice/user-1000.slice/session-1.scope@1", "build.slice@2"}));
   // user.slice and user-1000.slice hold a disabled rule but contain a gradual session: they
   // are not targets (writing there would reach the session and itself alike); nothing is
   // counted twice.
@@ -161,17 +169,18 @@ TEST(Decompose, ARuleGovernsTheSubtreeBelowItsMatch) {
 }
 
 TEST(Decompose, SubtreeUnderOneRuleIsOneTarget) {
-  Scene s(kSystemd, "rules:\n  - match: user.slice/**\n    mode: disabled\n  - match: system.slice/**\n    floor: 1G\n");
+  Scene s(kSystemd,
+          "rules:\n  - match: user.slice/**\n    mode: disabled\n  - match: system.slice/**\n    floor: 1G\n");
   EXPECT_EQ(s.targets(),
             (std::vector<std::string>{"init.scope@-1", "system.slice@1", "user.slice@0", "build.slice@-1"}));
 }
 
 TEST(Budget, LargestFirstWithinStepsAndBudget) {
   std::vector<Candidate> c = {
-      {0, 300 * kMiB, 16 * kMiB, 1 * kGiB},   // 284 above its floor
-      {1, 2 * kGiB, 16 * kMiB, 256 * kMiB},   // largest, capped at its step
-      {2, 40 * kMiB, 16 * kMiB, 1 * kGiB},    // 24 above
-      {3, 16 * kMiB, 16 * kMiB, 1 * kGiB},    // at its floor
+      {0, 300 * kMiB, 16 * kMiB, 1 * kGiB},  // 284 above its floor
+      {1, 2 * kGiB, 16 * kMiB, 256 * kMiB},  // largest, capped at its step
+      {2, 40 * kMiB, 16 * kMiB, 1 * kGiB},   // 24 above
+      {3, 16 * kMiB, 16 * kMiB, 1 * kGiB},   // at its floor
   };
   auto shares = shareBudget(c, 512 * kMiB, kMiB);
   ASSERT_EQ(shares.size(), 2u);

@@ -36,22 +36,50 @@ constexpr const char* kPolicy = R"(rules:
 
 // The files a cgroup v2 directory lists with the cpu, io, memory and pids controllers.
 constexpr const char* kControlFiles[] = {
-    "cgroup.controllers", "cgroup.events",  "cgroup.freeze",      "cgroup.kill",       "cgroup.max.depth",
-    "cgroup.procs",       "cgroup.stat",    "cgroup.subtree_control", "cgroup.threads", "cgroup.type",
-    "cpu.max",            "cpu.pressure",   "cpu.weight",         "io.max",            "io.pressure",
-    "io.stat",            "memory.current", "memory.events",      "memory.high",       "memory.low",
-    "memory.max",         "memory.min",     "memory.pressure",    "memory.swap.max",   "pids.current", "pids.max"};
+    "cgroup.controllers", "cgroup.events", "cgroup.freeze",   "cgroup.kill",
+    "cgroup.max.depth",   "cgroup.procs",  "cgroup.stat",     "cgroup.subtree_control",
+    "cgroup.threads",     "cgroup.type",   "cpu.max",         "cpu.pressure",
+    "cpu.weight",         "io.max",        "io.pressure",     "io.stat",
+    "memory.current",     "memory.events", "memory.high",     "memory.low",
+    "memory.max",         "memory.min",    "memory.pressure", "memory.swap.max",
+    "pids.current",       "pids.max"};
 
 std::string memoryStat(unsigned seed) {
   std::string s;
-  const char* keys[] = {"anon", "file", "kernel", "kernel_stack", "pagetables", "sec_pagetables", "percpu", "sock",
-                        "vmalloc", "shmem", "file_mapped", "file_dirty", "file_writeback", "swapcached", "anon_thp",
-                        "inactive_anon", "active_anon", "inactive_file", "active_file", "unevictable",
-                        "slab_reclaimable", "slab_unreclaimable", "slab", "workingset_refault_anon",
-                        "workingset_refault_file", "workingset_activate_anon", "workingset_activate_file",
-                        "pgscan", "pgsteal", "pgfault", "pgmajfault"};
+  const char* keys[] = {"anon",
+                        "file",
+                        "kernel",
+                        "kernel_stack",
+                        "pagetables",
+                        "sec_pagetables",
+                        "percpu",
+                        "sock",
+                        "vmalloc",
+                        "shmem",
+                        "file_mapped",
+                        "file_dirty",
+                        "file_writeback",
+                        "swapcached",
+                        "anon_thp",
+                        "inactive_anon",
+                        "active_anon",
+                        "inactive_file",
+                        "active_file",
+                        "unevictable",
+                        "slab_reclaimable",
+                        "slab_unreclaimable",
+                        "slab",
+                        "workingset_refault_anon",
+                        "workingset_refault_file",
+                        "workingset_activate_anon",
+                        "workingset_activate_file",
+                        "pgscan",
+                        "pgsteal",
+                        "pgfault",
+                        "pgmajfault"};
   unsigned v = seed * 7919u;
-  for (const char* k : keys) s += std::string(k) + " " + std::to_string((v = v * 1103515245u + 12345u) % 900000000u) + "\n";
+  for (const char* k : keys)
+    s += std::string(k) + " " + std::to_string((v = v * 1103515245u + 12345u) % 900000000u) + "\n";
   return s;
 }
 
@@ -65,7 +93,8 @@ const fs::path& tree(int n) {
   unsigned counter = 0;
   auto cgroup = [&](const fs::path& dir) {
     fs::create_directories(dir);
-    for (const char* f : kControlFiles) std::ofstream(dir / f) << "0\n";
+    for (const char* f : kControlFiles)
+      std::ofstream(dir / f) << "0\n";
     std::ofstream(dir / "memory.stat") << memoryStat(++counter);
     std::ofstream(dir / "cpu.stat") << "usage_usec " << counter * 1000 << "\nuser_usec 1\nsystem_usec 1\n";
     std::ofstream(dir / "memory.reclaim");
@@ -78,7 +107,8 @@ const fs::path& tree(int n) {
   for (int p = 0; p < pods; ++p) {
     const fs::path pod = root / "kubepods.slice" / ("pod" + std::to_string(p));
     cgroup(pod);
-    for (int c = 0; c < 3; ++c) cgroup(pod / ("ctr" + std::to_string(c)));
+    for (int c = 0; c < 3; ++c)
+      cgroup(pod / ("ctr" + std::to_string(c)));
   }
   return built.emplace(n, root).first->second;
 }
@@ -86,7 +116,8 @@ const fs::path& tree(int n) {
 struct Cleanup {
   ~Cleanup() {
     std::error_code ignored;
-    for (const auto& e : fs::directory_iterator(fs::exists("/dev/shm") ? "/dev/shm" : fs::temp_directory_path(), ignored)) {
+    for (const auto& e :
+         fs::directory_iterator(fs::exists("/dev/shm") ? "/dev/shm" : fs::temp_directory_path(), ignored)) {
       if (e.path().filename().string().rfind("reclaimd-bench-" + std::to_string(::getpid()) + "-", 0) == 0) {
         fs::remove_all(e.path(), ignored);
       }
@@ -130,8 +161,8 @@ void BM_Pass(benchmark::State& state) {
   state.counters["cgroups"] = n;
   state.counters["targets"] = static_cast<double>(targets.all().size());
   // CPU time per cgroup per pass.
-  state.counters["per_cgroup"] =
-      benchmark::Counter(static_cast<double>(n), benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
+  state.counters["per_cgroup"] = benchmark::Counter(
+      static_cast<double>(n), benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
   ::close(rootFd);
 }
 
@@ -143,8 +174,8 @@ void BM_Walk(benchmark::State& state) {
     auto walked = cgroup::walkTree(rootFd);
     benchmark::DoNotOptimize(walked);
   }
-  state.counters["per_cgroup"] =
-      benchmark::Counter(static_cast<double>(n), benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
+  state.counters["per_cgroup"] = benchmark::Counter(
+      static_cast<double>(n), benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
   ::close(rootFd);
 }
 
