@@ -1,7 +1,8 @@
 #include "base/Units.h"
 
+#include <fmt/format.h>
+
 #include <charconv>
-#include <cstdio>
 #include <limits>
 
 namespace reclaimd {
@@ -78,15 +79,11 @@ std::optional<std::chrono::milliseconds> parseDuration(std::string_view text) {
 }
 
 std::string formatMiB(std::uint64_t bytes) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.1f", static_cast<double>(bytes) / static_cast<double>(kMiB));
-  return buf;
+  return fmt::format("{:.1f}", static_cast<double>(bytes) / static_cast<double>(kMiB));
 }
 
 std::string formatMiBSigned(std::int64_t bytes) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.1f", static_cast<double>(bytes) / static_cast<double>(kMiB));
-  return buf;
+  return fmt::format("{:.1f}", static_cast<double>(bytes) / static_cast<double>(kMiB));
 }
 
 std::string formatBytes(std::uint64_t bytes) {
@@ -99,28 +96,17 @@ std::string formatBytes(std::uint64_t bytes) {
     if (bytes >= unit.size && bytes % unit.size == 0) return std::to_string(bytes / unit.size) + unit.name;
   }
   for (const auto& unit : kUnits) {
-    if (bytes >= unit.size) {
-      char buf[32];
-      std::snprintf(buf, sizeof buf, "%.1f%s", static_cast<double>(bytes) / static_cast<double>(unit.size), unit.name);
-      return buf;
-    }
+    if (bytes >= unit.size)
+      return fmt::format("{:.1f}{}", static_cast<double>(bytes) / static_cast<double>(unit.size), unit.name);
   }
   return std::to_string(bytes) + "B";
 }
 
 std::string formatDuration(std::chrono::nanoseconds d) {
   using namespace std::chrono;
-  char buf[32];
-  if (d >= seconds(1)) {
-    double s = duration<double>(d).count();
-    if (d % seconds(1) == nanoseconds(0))
-      std::snprintf(buf, sizeof buf, "%.0fs", s);
-    else
-      std::snprintf(buf, sizeof buf, "%.3gs", s);
-  } else {
-    std::snprintf(buf, sizeof buf, "%.3gms", duration<double, std::milli>(d).count());
-  }
-  return buf;
+  if (d < seconds(1)) return fmt::format("{:.3g}ms", duration<double, std::milli>(d).count());
+  if (d % seconds(1) == nanoseconds(0)) return fmt::format("{}s", duration_cast<seconds>(d).count());
+  return fmt::format("{:.3g}s", duration<double>(d).count());
 }
 
 }  // namespace reclaimd

@@ -49,7 +49,8 @@ sigset_t daemonSignals() {
 Result<void> blockDaemonSignals() {
   const sigset_t mask = daemonSignals();
   if (pthread_sigmask(SIG_BLOCK, &mask, nullptr) != 0) return errnoError(errno, "pthread_sigmask");
-  ::signal(SIGPIPE, SIG_IGN);
+  // A status or metrics client that hangs up mid-answer must not kill the daemon.
+  if (::signal(SIGPIPE, SIG_IGN) == SIG_ERR) return errnoError(errno, "signal(SIGPIPE)");
   return {};
 }
 
@@ -460,8 +461,8 @@ void Daemon::noteAction(const std::string& what) {
   std::tm tm{};
   localtime_r(&t, &tm);
   char when[32];
-  std::strftime(when, sizeof when, "%H:%M:%S", &tm);
-  lastAction_ = std::string(when) + " " + what;
+  const std::size_t n = std::strftime(when, sizeof when, "%H:%M:%S", &tm);
+  lastAction_ = std::string(when, n) + " " + what;
 }
 
 std::string Daemon::statusLine() const {

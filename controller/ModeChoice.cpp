@@ -6,7 +6,7 @@ using policies::Mode;
 
 namespace {
 
-EffectiveMode dropCacheOrNothing(std::string why, const Capabilities& caps, bool hasRules) {
+EffectiveMode dropCacheOrNothing(const std::string& why, const Capabilities& caps, bool hasRules) {
   EffectiveMode m;
   m.fellBack = true;
   if (hasRules) {

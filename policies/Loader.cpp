@@ -42,7 +42,7 @@ class Reader {
         fail(keyNode, path.empty() ? "policy" : path, "keys must be plain words");
         continue;
       }
-      const std::string key = keyNode.Scalar();
+      const std::string& key = keyNode.Scalar();
       const std::string full = path.empty() ? key : path + "." + key;
       if (!seen.insert(key).second) fail(keyNode, full, "key appears twice");
       bool known = false;
