@@ -147,7 +147,6 @@ void Daemon::applyPolicy() {
       next.push_back(RuleDetector{c, IdleDetector(c), {}});
   }
   ruleDetectors_ = std::move(next);
-  setUpMachinePressure();
   // Targets' scopes take the new settings as they are made again.
   if (targets_) {
     for (Target& t : targets_->all())
@@ -173,6 +172,7 @@ int Daemon::run() {
   }
   applyPolicy();
   applyProbe("start");
+  setUpMachinePressure();  // after the probe: it may use the cgroup root
   spdlog::debug("event=probe {}", quoted(describe(caps_)));
   if (mode_.unusable) {
     spdlog::error("event=unusable reason={}", quoted(mode_.reason));
@@ -450,6 +450,7 @@ void Daemon::reload() {
   policy_ = std::move(*loaded);
   applyPolicy();
   applyProbe("reload");
+  setUpMachinePressure();
   spdlog::info("event=reload result=applied mode={} grace={} floor_mib={} rules={}", toString(mode_.mode),
                formatDuration(policy_.idle.grace), formatMiB(policy_.reclaim.floor), policy_.rules.size());
   tick(clock_.now());  // judge at once under the new settings, and reschedule

@@ -38,6 +38,17 @@ void Daemon::setUpMachinePressure() {
   }
   machinePressure_.emplace("machine", settings);
   machinePressure_->open(AT_FDCWD, options_.paths.proc(kProcPressureMemory));
+  // The root cgroup's memory.pressure carries the same system-wide figures; where /proc takes
+  // no trigger (a container's read-only /proc: EROFS) the host's cgroup tree may.
+  if (machinePressure_->eventFd() < 0 && cgroupRoot_) {
+    PressureScope viaRoot("machine", settings);
+    viaRoot.open(cgroupRoot_.get(), cgroup::kMemoryPressure);
+    if (viaRoot.eventFd() >= 0) {
+      spdlog::info("event=pressure_watch scope=machine source={}/memory.pressure reason={}", cgroupRootPath_,
+                   quoted("no trigger on /proc: " + machinePressure_->why()));
+      machinePressure_.emplace(std::move(viaRoot));
+    }
+  }
   watchScope(*machinePressure_, 0);
   if (!machinePressure_->readable()) {
     spdlog::warn("event=pressure_watch scope=machine mode=off reason={}", quoted(machinePressure_->why()));
