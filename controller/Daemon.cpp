@@ -11,6 +11,9 @@
 #include <csignal>
 #include <cstring>
 #include <ctime>
+#include <future>
+#include <memory>
+#include <thread>
 
 #include "base/Log.h"
 #include "base/Units.h"
@@ -34,6 +37,22 @@ constexpr nanoseconds kSampleErrorLogEvery = 60s;
 // busy machine the extra reads cost nothing that matters.
 constexpr int kBusySampleSpeedup = 5;
 constexpr nanoseconds kMinSamplePeriod = 100ms;
+
+// How long dropcache waits for sync before dropping what is clean.
+constexpr nanoseconds kSyncWait = 2s;
+
+// Runs sync() on a detached thread; true when it finished within `wait`. A sync that never
+// returns keeps only its own thread (in the kernel), not the loop.
+bool syncWithin(nanoseconds wait) {
+  auto done = std::make_shared<std::promise<void>>();
+  std::future<void> finished = done->get_future();
+  // The daemon's signals stay blocked in this thread too (it inherits the mask).
+  std::thread([done] {
+    ::sync();
+    done->set_value();
+  }).detach();
+  return finished.wait_for(wait) == std::future_status::ready;
+}
 
 sigset_t daemonSignals() {
   sigset_t mask;
@@ -399,8 +418,14 @@ void Daemon::dropCaches(const proc::Meminfo& before) {
     return;
   }
   const auto start = SteadyClock::now();
-  // Dirty pages are not dropped; after the grace period there are few, so sync is short.
-  ::sync();
+  // Dirty pages are not dropped, so sync first; after the grace period there are few and it is
+  // short. A hung filesystem (a dead NFS server) must not hang the loop, and with it SIGTERM:
+  // sync runs on its own thread, and after kSyncWait caches are dropped without it (what is
+  // still dirty simply stays).
+  if (!syncWithin(kSyncWait)) {
+    spdlog::warn("event=sync_slow waited_ms={:.0f} reason=\"a filesystem is slow to sync; dropping what is clean\"",
+                 toMs(kSyncWait));
+  }
   auto result = writeFileAt(AT_FDCWD, options_.paths.proc(kDropCaches), "3");
   const auto took = SteadyClock::now() - start;
   const auto after = readMeminfo();
