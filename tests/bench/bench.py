@@ -480,10 +480,10 @@ def plot(out, boots, kernel, grace, configs, scenarios_done, title):
             panels.append((scen, (0.75 * grace, max(1.5 * grace, grace + 20)),
                            "build, around the grace end"))
     png = os.path.join(out, f"plot-{kernel}.png")
-    gp = [f'set terminal pngcairo size {560 * len(panels)},760 font "sans,9"',
+    gp = [f'set terminal pngcairo size {560 * len(panels)},800 font "sans,9"',
           f'set output "{png}"', "set datafile missing 'NaN'",
           f'set multiplot layout 2,{len(panels)} title "{title}"',
-          "set grid", "set key right center", "set xlabel 'seconds since the end of the work'"]
+          "set grid", "set key below horizontal", "set xlabel 'seconds since the end of the work'"]
     colours = ["#444444", "#d62728", "#1f77b4", "#2ca02c", "#9467bd", "#ff7f0e"]
     for panel, (col, ylabel) in enumerate(((2, "host: QEMU RSS, MiB"), (3, "guest file cache, MiB"))):
         for scen, (lo, hi), name in panels:
