@@ -192,6 +192,7 @@ def run_boot(args, kernel, config, plan, durations, out):
            "PAUSE_MS": int(pause * 1000), "LONG_MS": int(long_s * 1000),
            "SHORT_MS": int(short_s * 1000), "WARM_CYCLES": args.warm_cycles,
            "BUILD_GZIP": args.build_gzip, "ARCHIVE_FILES": args.archive_files,
+           "WARM_WORK_FILES": 8 if args.smoke else 48,
            **CONFIGS[config].env}
     mon = hostmon.HostMonitor(MEM_MIB)
     budget = plan_seconds(plan, durations, args) + 600
@@ -581,7 +582,8 @@ def sanity(rows, boots, configs, grace, plan):
 
 def plan_seconds(plan, durations, args):
     grace, pause, long_s, short_s = durations
-    per = {"warm": 2 + args.warm_cycles * (pause + 3.2), "build": 8 + args.build_gzip * 2.5,
+    per = {"warm": 2 + args.warm_cycles * (pause + (1.2 if args.smoke else 3.2)),
+           "build": 8 + args.build_gzip * 2.5,
            "archive": 2 + 1.7 * args.archive_files, "long": long_s, "short": short_s}
     return 6 + sum(per[p] for p in plan)
 
