@@ -5,6 +5,8 @@ scenario.Timeline stamps guest lines with):
   - rss_kib:       the QEMU process's VmRSS: what the host sees (the seed's vmmem figure);
   - ram_rss_kib:   the resident part of the guest-RAM mapping alone (from /proc/PID/smaps):
                    the same minus QEMU's own heap and TCG's translation cache;
+  - host_busy_pct: the host's CPUs busy over the last period, qemu_cpu_s: QEMU's CPU time
+                   (to tell contention on the host from the guest's own behaviour);
   - guest_*_kib:   the guest's MemTotal, MemFree, MemAvailable and page cache (NR_FILE_PAGES,
                    shmem included) from virtio-balloon's statistics queue, read over QMP
                    (vmext.run(balloon_stats=True)). The guest kernel answers the balloon's
@@ -21,7 +23,7 @@ import time
 from typing import NamedTuple
 
 FIELDS = ("t", "rss_kib", "ram_rss_kib", "guest_total_kib", "guest_free_kib",
-          "guest_avail_kib", "guest_cache_kib", "stats_age_s")
+          "guest_avail_kib", "guest_cache_kib", "stats_age_s", "host_busy_pct", "qemu_cpu_s")
 
 
 class Sample(NamedTuple):
@@ -33,6 +35,8 @@ class Sample(NamedTuple):
     guest_avail_kib: int
     guest_cache_kib: int
     stats_age_s: float
+    host_busy_pct: float = -1.0  # the host's CPUs busy over the last period (contention)
+    qemu_cpu_s: float = -1.0     # QEMU's CPU time so far (utime+stime)
 
 
 class Qmp:
@@ -80,6 +84,21 @@ def _status_kib(pid, key):
     return -1
 
 
+def _host_cpu():
+    """(busy, total) jiffies of the host's aggregate cpu line."""
+    with open("/proc/stat") as f:
+        v = [int(x) for x in f.readline().split()[1:]]
+    idle = v[3] + v[4]
+    total = sum(v[:8])
+    return total - idle, total
+
+
+def _proc_cpu_s(pid):
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def _ram_rss_kib(pid, mem_kib):
     """Rss of the guest-RAM mapping: the anonymous VMA sized like the guest's memory."""
     best = -1
@@ -124,13 +143,18 @@ class HostMonitor:
     def _loop(self, pid, qmp_path):
         qmp = None
         next_t = time.monotonic()
+        prev = _host_cpu()
         while not self._stop.is_set():
             t = time.monotonic()
             try:
                 rss = _status_kib(pid, "VmRSS")
                 ram = _ram_rss_kib(pid, self.mem_kib)
-            except (OSError, ValueError):
+                qcpu = _proc_cpu_s(pid)
+            except (OSError, ValueError, IndexError):
                 break  # QEMU is gone
+            cur = _host_cpu()
+            busy = 100.0 * (cur[0] - prev[0]) / (cur[1] - prev[1]) if cur[1] > prev[1] else -1.0
+            prev = cur
             stats = {}
             age = -1.0
             if qmp_path:
@@ -157,7 +181,8 @@ class HostMonitor:
 
             self.samples.append(Sample(t, rss, ram, kib("stat-total-memory"),
                                        kib("stat-free-memory"), kib("stat-available-memory"),
-                                       kib("stat-disk-caches"), round(age, 2)))
+                                       kib("stat-disk-caches"), round(age, 2),
+                                       round(busy, 1), round(qcpu, 2)))
             next_t += self.period
             self._stop.wait(max(0.0, next_t - time.monotonic()))
         if qmp is not None:
