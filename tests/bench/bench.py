@@ -17,7 +17,7 @@ Time scaling: --scale F multiplies the grace period (2 min), the warm pause (60 
 stretches (15 min, grace + 60 s); --full is --scale 1. The workloads are not scaled (--smoke
 only compresses fewer directories so the CPU-busy part is short).
 
-    python3 tests/bench/bench.py --reclaimd build/controller/reclaimd --smoke      # ~3.5 min
+    python3 tests/bench/bench.py --reclaimd build/controller/reclaimd --smoke      # ~4 min
     python3 tests/bench/bench.py --reclaimd build/controller/reclaimd --full       # see --plan
 
 Writes to --out (default /tmp/reclaimd-bench): samples.csv, events.csv, figures.csv,
