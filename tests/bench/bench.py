@@ -452,6 +452,8 @@ def plot(out, boots, kernel, grace, configs, scenarios_done, title):
     ddir = os.path.join(out, "plot-data")
     os.makedirs(ddir, exist_ok=True)
     cols = [s for s in ("build", "archive") if s in scenarios_done]
+    if not cols:
+        return None  # e.g. --plan warm: nothing over time worth a plot
     marks, xr = {}, {}
     for b in boots:
         if b.kernel != kernel:
