@@ -414,6 +414,8 @@ def render_table(rows, configs, grace, scenarios_done):
         def row(label, scen, key, spec="{:.1f}", none="-"):
             cells = [_fmt(get[(c, scen)].get(key), spec, none) if (c, scen) in get and
                      "error" not in get[(c, scen)] else "-" for c in configs]
+            if all(x == "-" for x in cells):
+                return  # not measured in this run (e.g. an older run's raw data)
             out.append(f"| {label} | " + " | ".join(cells) + " |")
 
         for scen, name in (("build", "Build"), ("archive", "Archive")):
