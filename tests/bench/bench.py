@@ -641,7 +641,7 @@ def main(argv=None):
     g = p.add_mutually_exclusive_group()
     g.add_argument("--full", action="store_true", help="scale 1: 2-minute grace, 15-minute idle")
     g.add_argument("--smoke", action="store_true", help="CI: scale 0.04, 6.12, plan 'warm build long', "
-                   "2 source directories compressed, 1 warm cycle")
+                   "1 source directory compressed, 1 warm cycle")
     g.add_argument("--scale", type=float, help="multiply grace, pause and idle stretches")
     g.add_argument("--report", action="store_true", help="redo figures, table and plots from "
                    "--out's raw/ (no VM)")
@@ -686,7 +686,7 @@ def main(argv=None):
         p.error("--reclaimd is required to run")
     scale = 1.0 if a.full else 0.04 if a.smoke else (a.scale or 1.0)
     a.warm_cycles = a.warm_cycles or (1 if a.smoke else 3)
-    a.build_gzip = a.build_gzip if a.build_gzip is not None else (2 if a.smoke else 24)
+    a.build_gzip = a.build_gzip if a.build_gzip is not None else (1 if a.smoke else 24)
     plan = (a.plan or ("warm build long" if a.smoke else "warm build long archive short")).split()
     kernel_list = (a.kernels or ("6.12 6.1" if a.full else "6.12")).split()
     kplans = {"6.1": "warm build long"} if a.full and not a.plan else {}
