@@ -305,7 +305,7 @@ void Daemon::scheduleNext(TimePoint now, const IdleVerdict& verdict) {
   if (targets_ && !policy_.rules.empty())
     next = std::min(next, std::max(targets_->lastWalk() + kWalkPeriod, now + 1ms));
   // systemd's watchdog is pinged from the tick: never sleep past half its timeout.
-  if (auto interval = notifier_.watchdogInterval()) next = std::min(next, now + *interval);
+  if (auto deadline = notifier_.watchdogDeadline()) next = std::min(next, std::max(*deadline, now + 1ms));
   if (auto armed = armTimer(next); !armed) {
     spdlog::error("event=timer_failed error={}", quoted(armed.error().message()));
     stop_ = true;
@@ -359,7 +359,7 @@ void Daemon::tick(TimePoint now) {
   auto sample = readSample(now);
   if (!sample) {
     // A malformed sample is skipped; the windows keep their history.
-    notifier_.watchdog();
+    notifier_.watchdog(now);
     scheduleNext(now, IdleVerdict{});
     return;
   }
@@ -405,7 +405,7 @@ void Daemon::tick(TimePoint now) {
     }
     case policies::Mode::Gradual: gradualTick(now, v); break;
   }
-  notifier_.watchdog();
+  notifier_.watchdog(now);
   notifier_.status(statusLine());
   endpoints_.writeMetricsFile([this] { return formatMetrics(snapshot()); }, now);
   scheduleNext(now, v);

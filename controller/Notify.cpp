@@ -37,8 +37,17 @@ void Notifier::status(const std::string& text) {
   sd_notifyf(0, "STATUS=%s", text.c_str());
 }
 
-void Notifier::watchdog() {
-  if (interval_) sd_notify(0, "WATCHDOG=1");
+void Notifier::watchdog(TimePoint now) {
+  if (!interval_) return;
+  if (lastPing_ && now - *lastPing_ < *interval_ / 2) return;
+  lastPing_ = now;
+  sd_notify(0, "WATCHDOG=1");
+}
+
+std::optional<TimePoint> Notifier::watchdogDeadline() const {
+  // The first tick pings at once, so there is no deadline before it.
+  if (!interval_ || !lastPing_) return std::nullopt;
+  return *lastPing_ + *interval_;
 }
 
 }  // namespace reclaimd::controller

@@ -7,6 +7,8 @@
 #include <optional>
 #include <string>
 
+#include "base/Clock.h"
+
 namespace reclaimd::controller {
 
 class Notifier {
@@ -17,12 +19,16 @@ class Notifier {
   void reloading();
   void stopping();
   void status(const std::string& text);
-  void watchdog();
-  // Half the watchdog timeout systemd set (WatchdogSec=): how often to ping; nullopt when off.
-  std::optional<std::chrono::nanoseconds> watchdogInterval() const { return interval_; }
+  // Pings when half the ping interval has passed since the last ping, not on every tick: each
+  // ping wakes PID 1, and a 1 s tick would do that 15 times per 30 s WatchdogSec for nothing.
+  void watchdog(TimePoint now);
+  // The latest moment the loop must wake for the next ping; nullopt when the watchdog is off.
+  std::optional<TimePoint> watchdogDeadline() const;
 
  private:
+  // Half the watchdog timeout systemd set (WatchdogSec=).
   std::optional<std::chrono::nanoseconds> interval_;
+  std::optional<TimePoint> lastPing_;
   std::string lastStatus_;
 };
 

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <memory>
 #include <string>
@@ -16,12 +17,15 @@ namespace reclaimd::testing {
 
 class DaemonHarness : public ::testing::Test {
  protected:
-  // Starts reclaimd with fx_'s policy.yaml (written by the test), debug logging, its own status
-  // socket, and `extra` arguments; `env` is added to its environment.
+  // Starts reclaimd with fx_'s policy.yaml (written by the test), debug logging (unless `extra`
+  // sets --log-level), its own status socket, and `extra` arguments; `env` is added to its
+  // environment.
   std::unique_ptr<Process> start(std::vector<std::string> extra = {}, std::vector<std::string> env = {}) {
     std::vector<std::string> argv = {RECLAIMD_BINARY, "--proc-root",     fx_.path("proc"),           "--cgroup-root",
                                      fx_.path("cg"),  "--config",        fx_.path("policy.yaml"),    "--log-level",
                                      "debug",         "--status-socket", fx_.path("run/status.sock")};
+    // A test's own --log-level replaces the default (the CLI takes the option once).
+    if (std::find(extra.begin(), extra.end(), "--log-level") != extra.end()) argv.erase(argv.begin() + 7, argv.begin() + 9);
     argv.insert(argv.end(), extra.begin(), extra.end());
     return std::make_unique<Process>(argv, fx_.path("log"), env);
   }

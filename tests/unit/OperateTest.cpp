@@ -192,5 +192,42 @@ TEST_F(OperateTest, NotifiesSystemd) {
   ::close(fd);
 }
 
+// Each ping wakes PID 1: with a 4 s watchdog the daemon pings about once a second (half the
+// ping interval), not on each of its 100 ms samples.
+TEST_F(OperateTest, WatchdogPingsAreNotPerTick) {
+  FakeMachine m(fx_);
+  const std::string path = fx_.path("notify.sock");
+  int fd = ::socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  sockaddr_un a{};
+  a.sun_family = AF_UNIX;
+  std::strncpy(a.sun_path, path.c_str(), sizeof a.sun_path - 1);
+  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+  std::string received;
+  auto drain = [&] {
+    char buf[4096];
+    ssize_t n;
+    while ((n = ::recv(fd, buf, sizeof buf, 0)) > 0)
+      received += std::string(buf, static_cast<std::size_t>(n)) + "\n";
+    return received;
+  };
+  auto d = start({"--log-level", "trace"}, {"NOTIFY_SOCKET=" + path, "WATCHDOG_USEC=4000000"});
+  ASSERT_TRUE(eventually([&] { return drain().find("READY=1") != std::string::npos; }, 5s)) << received << log();
+  std::this_thread::sleep_for(3s);
+  d->signal(SIGTERM);
+  EXPECT_EQ(d->wait(5s), 0);
+  drain();
+  std::size_t pings = 0;
+  for (std::size_t p = received.find("WATCHDOG=1"); p != std::string::npos; p = received.find("WATCHDOG=1", p + 1))
+    ++pings;
+  std::size_t ticks = 0;
+  const std::string out = log();
+  for (std::size_t p = out.find("event=tick"); p != std::string::npos; p = out.find("event=tick", p + 1))
+    ++ticks;
+  EXPECT_GE(ticks, 5u) << out;  // busy ticks (logged until the 1 s grace ends) came every 100 ms
+  EXPECT_GE(pings, 3u) << received;
+  EXPECT_LE(pings, 5u) << received;
+  ::close(fd);
+}
+
 }  // namespace
 }  // namespace reclaimd::testing
