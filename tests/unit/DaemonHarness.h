@@ -25,7 +25,8 @@ class DaemonHarness : public ::testing::Test {
                                      fx_.path("cg"),  "--config",        fx_.path("policy.yaml"),    "--log-level",
                                      "debug",         "--status-socket", fx_.path("run/status.sock")};
     // A test's own --log-level replaces the default (the CLI takes the option once).
-    if (std::find(extra.begin(), extra.end(), "--log-level") != extra.end()) argv.erase(argv.begin() + 7, argv.begin() + 9);
+    if (std::find(extra.begin(), extra.end(), "--log-level") != extra.end())
+      argv.erase(argv.begin() + 7, argv.begin() + 9);
     argv.insert(argv.end(), extra.begin(), extra.end());
     return std::make_unique<Process>(argv, fx_.path("log"), env);
   }
