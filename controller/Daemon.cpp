@@ -31,13 +31,6 @@ namespace {
 
 // A malformed /proc/stat is logged once a minute at most, with a count, not every second.
 constexpr nanoseconds kSampleErrorLogEvery = 60s;
-// While the last span was busy, samples come this many times faster than the policy's
-// sample_period (200 ms by default): the moment work ends is then known to a fifth of a
-// second, so the grace period is measured from it, not from the next regular sample. On a
-// busy machine the extra reads cost nothing that matters.
-constexpr int kBusySampleSpeedup = 5;
-constexpr nanoseconds kMinSamplePeriod = 100ms;
-
 // How long dropcache waits for sync before dropping what is clean.
 constexpr nanoseconds kSyncWait = 2s;
 
@@ -280,22 +273,25 @@ Result<void> Daemon::armTimer(TimePoint at) {
 void Daemon::scheduleNext(TimePoint now, const IdleVerdict& verdict) {
   const auto& idle = policy_.idle;
   const nanoseconds regular = idle.samplePeriod;
-  const nanoseconds fast = std::max(kMinSamplePeriod, regular / kBusySampleSpeedup);
-  bool busy = verdict.spanPercent > idle.thresholdPercent;
+  // The sample period while busy: the tightest any busy detector asks for, regular when none is.
+  nanoseconds period = regular;
+  if (verdict.spanPercent > idle.thresholdPercent)
+    period = std::min(period, busySamplePeriod(idle, detector_.config()));
   // Candidate wake-ups: predictions of when something becomes idle, if it stays quiet.
   std::vector<std::optional<TimePoint>> predicted;
   if (!verdict.idle()) predicted.push_back(detector_.predictIdle());
   for (const auto& d : ruleDetectors_) {
+    if (d.verdict.spanPercent > d.config.thresholdPercent) period = std::min(period, busySamplePeriod(idle, d.config));
     if (!d.verdict.idle()) predicted.push_back(d.detector.predictIdle());
   }
   if (targets_) {
     for (const Target& t : targets_->all()) {
       if (!t.cpuIdle) continue;
-      busy = busy || t.cpuVerdict.spanPercent > t.gov.idle.thresholdPercent;
+      if (t.cpuVerdict.spanPercent > t.gov.idle.thresholdPercent) period = std::min(period, fastestSamplePeriod(idle));
       if (!t.cpuVerdict.idle()) predicted.push_back(t.cpuIdle->predictIdle());
     }
   }
-  TimePoint next = now + (idle.predict && busy ? fast : regular);
+  TimePoint next = now + (idle.predict ? period : regular);
   if (idle.predict) {
     // A millisecond's margin so the sample lands after the predicted instant, not on it.
     for (const auto& p : predicted) {

@@ -286,3 +286,64 @@ TEST(ReclaimStep, UnreadableTargetEndsTheStep) {
 
 }  // namespace
 }  // namespace reclaimd::controller
+
+namespace reclaimd::controller {
+namespace {
+
+using std::chrono::nanoseconds;
+
+policies::IdleSettings sampling(std::chrono::milliseconds period) {
+  policies::IdleSettings s;
+  s.samplePeriod = period;
+  return s;
+}
+
+TEST(BusySampling, PeriodIsTheWindowsSlackWithinBounds) {
+  const auto s = sampling(1s);
+  EXPECT_EQ(busySamplePeriod(s, IdleConfig{0.5, 120s, 10s}), 600ms);  // the default: 0.5 % of 2 min
+  EXPECT_EQ(busySamplePeriod(s, IdleConfig{0.5, 20s, 10s}), 200ms);   // a test's grace: a fifth
+  EXPECT_EQ(busySamplePeriod(s, IdleConfig{0.5, 1h, 10s}), 1s);       // never slower than regular
+  EXPECT_EQ(busySamplePeriod(s, IdleConfig{2.0, 30s, 10s}), 600ms);
+  EXPECT_EQ(busySamplePeriod(sampling(100ms), IdleConfig{0.5, 1s, 1s}), 100ms);  // at least 100 ms
+  EXPECT_EQ(busySamplePeriod(sampling(10s), IdleConfig{0.5, 120s, 10s}), 2s);    // a fifth of 10 s
+  EXPECT_EQ(fastestSamplePeriod(s), 200ms);
+}
+
+// The claim behind the period: with busy samples that far apart, wherever in a period the work
+// ends, the predicted end of the grace is never later than with the end known exactly, and
+// early by at most the slack. On 1 and 4 CPUs, with 1 or all of them busy.
+TEST(BusySampling, PredictionIsNeverLateWhereverWorkEnds) {
+  const IdleConfig window{0.5, 120s, 10s};
+  const nanoseconds period = busySamplePeriod(sampling(1s), window);
+  const nanoseconds slack = 600ms;
+  for (int cpus : {1, 4}) {
+    for (int busyCpus : {1, cpus}) {
+      for (nanoseconds offset = 0ms; offset < period; offset += 50ms) {
+        IdleDetector d(window);
+        TimePoint now{};
+        nanoseconds busy{0}, total{0};
+        auto sample = [&](nanoseconds step, nanoseconds busyStep) {
+          now += step;
+          busy += busyStep;
+          total += step * cpus;
+          return d.add(CpuSample{now, busy, total, 0ns});
+        };
+        sample(0ns, 0ns);
+        for (int i = 0; i < 100; ++i)
+          sample(period, period * busyCpus);
+        // The work ends `offset` into the next period; the sample at its end sees the rest quiet.
+        const TimePoint workEnd = now + offset;
+        sample(period, offset * busyCpus);
+        auto predicted = d.predictIdle();
+        ASSERT_TRUE(predicted.has_value());
+        const nanoseconds late = *predicted - (workEnd + window.grace);
+        EXPECT_LE(late, 1ms) << cpus << " CPUs, " << busyCpus << " busy, work ends " << offset.count() << " ns in";
+        EXPECT_GE(late, -slack * cpus / busyCpus - period)
+            << cpus << " CPUs, " << busyCpus << " busy, work ends " << offset.count() << " ns in";
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace reclaimd::controller
