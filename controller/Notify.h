@@ -20,7 +20,7 @@ class Notifier {
   void stopping();
   void status(const std::string& text);
   // Pings when half the ping interval has passed since the last ping, not on every tick: each
-  // ping wakes PID 1, and a 1 s tick would do that 15 times per 30 s WatchdogSec for nothing.
+  // ping wakes PID 1: with a 1 s tick and WatchdogSec=30s, 4 pings per 30 s instead of 30.
   void watchdog(TimePoint now);
   // The latest moment the loop must wake for the next ping; nullopt when the watchdog is off.
   std::optional<TimePoint> watchdogDeadline() const;
