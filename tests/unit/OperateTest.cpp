@@ -156,77 +156,81 @@ TEST_F(OperateTest, MetricsFileAndHttp) {
   EXPECT_EQ(code, 64) << out;
 }
 
-TEST_F(OperateTest, NotifiesSystemd) {
-  FakeMachine m(fx_);
-  // systemd's side: a datagram socket the daemon sends READY, WATCHDOG, STATUS... to.
-  const std::string path = fx_.path("notify.sock");
-  int fd = ::socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-  sockaddr_un a{};
-  a.sun_family = AF_UNIX;
-  std::strncpy(a.sun_path, path.c_str(), sizeof a.sun_path - 1);
-  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
-  std::string received;
-  auto drain = [&] {
+// systemd's side of sd_notify: a datagram socket the daemon sends READY, WATCHDOG, STATUS... to.
+class NotifySocket {
+ public:
+  explicit NotifySocket(const std::string& path) : path_(path) {
+    fd_ = ::socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    sockaddr_un a{};
+    a.sun_family = AF_UNIX;
+    std::strncpy(a.sun_path, path.c_str(), sizeof a.sun_path - 1);
+    bound_ = fd_ >= 0 && ::bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
+  }
+  ~NotifySocket() { ::close(fd_); }
+  NotifySocket(const NotifySocket&) = delete;
+  NotifySocket& operator=(const NotifySocket&) = delete;
+
+  bool bound() const { return bound_; }
+  std::string env() const { return "NOTIFY_SOCKET=" + path_; }
+  // Everything received so far, one message a line.
+  const std::string& drain() {
     char buf[4096];
     ssize_t n;
-    while ((n = ::recv(fd, buf, sizeof buf, 0)) > 0)
-      received += std::string(buf, static_cast<std::size_t>(n)) + "\n";
-    return received;
-  };
+    while ((n = ::recv(fd_, buf, sizeof buf, 0)) > 0)
+      received_ += std::string(buf, static_cast<std::size_t>(n)) + "\n";
+    return received_;
+  }
+  std::size_t count(const std::string& what) {
+    drain();
+    std::size_t n = 0;
+    for (std::size_t p = received_.find(what); p != std::string::npos; p = received_.find(what, p + 1))
+      ++n;
+    return n;
+  }
+
+ private:
+  std::string path_;
+  int fd_ = -1;
+  bool bound_ = false;
+  std::string received_;
+};
+
+TEST_F(OperateTest, NotifiesSystemd) {
+  FakeMachine m(fx_);
+  NotifySocket systemd(fx_.path("notify.sock"));
+  ASSERT_TRUE(systemd.bound());
   // A 400 ms watchdog: pings must come at least every 200 ms, whatever the sample period.
-  auto d = start({}, {"NOTIFY_SOCKET=" + path, "WATCHDOG_USEC=400000"});
-  ASSERT_TRUE(eventually([&] { return drain().find("READY=1") != std::string::npos; }, 5s)) << received << log();
-  EXPECT_NE(received.find("STATUS=gradual (swappiness=0)"), std::string::npos) << received;
+  auto d = start({}, {systemd.env(), "WATCHDOG_USEC=400000"});
+  ASSERT_TRUE(eventually([&] { return systemd.count("READY=1") > 0; }, 5s)) << systemd.drain() << log();
+  EXPECT_NE(systemd.drain().find("STATUS=gradual (swappiness=0)"), std::string::npos) << systemd.drain();
+  const std::size_t before = systemd.count("WATCHDOG=1");
   std::this_thread::sleep_for(1s);
-  drain();
-  std::size_t pings = 0;
-  for (std::size_t p = received.find("WATCHDOG=1"); p != std::string::npos; p = received.find("WATCHDOG=1", p + 1))
-    ++pings;
-  EXPECT_GE(pings, 5u) << received;
+  EXPECT_GE(systemd.count("WATCHDOG=1") - before, 4u) << systemd.drain();
   d->signal(SIGHUP);
-  ASSERT_TRUE(eventually([&] { return drain().find("RELOADING=1") != std::string::npos; }, 5s)) << received;
+  ASSERT_TRUE(eventually([&] { return systemd.count("RELOADING=1") > 0; }, 5s)) << systemd.drain();
   d->signal(SIGTERM);
   EXPECT_EQ(d->wait(5s), 0);
-  drain();
-  EXPECT_NE(received.find("STOPPING=1"), std::string::npos) << received;
-  ::close(fd);
+  EXPECT_EQ(systemd.count("STOPPING=1"), 1u) << systemd.drain();
 }
 
 // Each ping wakes PID 1: with a 4 s watchdog the daemon pings about once a second (half the
 // ping interval), not on each of its 100 ms samples.
 TEST_F(OperateTest, WatchdogPingsAreNotPerTick) {
   FakeMachine m(fx_);
-  const std::string path = fx_.path("notify.sock");
-  int fd = ::socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-  sockaddr_un a{};
-  a.sun_family = AF_UNIX;
-  std::strncpy(a.sun_path, path.c_str(), sizeof a.sun_path - 1);
-  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
-  std::string received;
-  auto drain = [&] {
-    char buf[4096];
-    ssize_t n;
-    while ((n = ::recv(fd, buf, sizeof buf, 0)) > 0)
-      received += std::string(buf, static_cast<std::size_t>(n)) + "\n";
-    return received;
-  };
-  auto d = start({"--log-level", "trace"}, {"NOTIFY_SOCKET=" + path, "WATCHDOG_USEC=4000000"});
-  ASSERT_TRUE(eventually([&] { return drain().find("READY=1") != std::string::npos; }, 5s)) << received << log();
+  NotifySocket systemd(fx_.path("notify.sock"));
+  ASSERT_TRUE(systemd.bound());
+  auto d = start({"--log-level", "trace"}, {systemd.env(), "WATCHDOG_USEC=4000000"});
+  ASSERT_TRUE(eventually([&] { return systemd.count("READY=1") > 0; }, 5s)) << systemd.drain() << log();
   std::this_thread::sleep_for(3s);
   d->signal(SIGTERM);
   EXPECT_EQ(d->wait(5s), 0);
-  drain();
-  std::size_t pings = 0;
-  for (std::size_t p = received.find("WATCHDOG=1"); p != std::string::npos; p = received.find("WATCHDOG=1", p + 1))
-    ++pings;
   std::size_t ticks = 0;
   const std::string out = log();
   for (std::size_t p = out.find("event=tick"); p != std::string::npos; p = out.find("event=tick", p + 1))
     ++ticks;
   EXPECT_GE(ticks, 5u) << out;  // busy ticks (logged until the 1 s grace ends) came every 100 ms
-  EXPECT_GE(pings, 3u) << received;
-  EXPECT_LE(pings, 5u) << received;
-  ::close(fd);
+  EXPECT_GE(systemd.count("WATCHDOG=1"), 3u) << systemd.drain();
+  EXPECT_LE(systemd.count("WATCHDOG=1"), 5u) << systemd.drain();
 }
 
 }  // namespace
