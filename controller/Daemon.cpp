@@ -402,7 +402,7 @@ void Daemon::tick(TimePoint now) {
     case policies::Mode::Gradual: gradualTick(now, v); break;
   }
   notifier_.watchdog(now);
-  notifier_.status(statusLine());
+  if (notifier_.enabled()) notifier_.status(statusLine());
   endpoints_.writeMetricsFile([this] { return formatMetrics(snapshot()); }, now);
   scheduleNext(now, v);
 }

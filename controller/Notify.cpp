@@ -3,6 +3,7 @@
 #include <systemd/sd-daemon.h>
 
 #include <cstdint>
+#include <cstdlib>
 #include <ctime>
 
 namespace reclaimd::controller {
@@ -11,6 +12,8 @@ Notifier::Notifier() {
   std::uint64_t usec = 0;
   // unset_environment=0: a child (there are none) would see it too; harmless.
   if (sd_watchdog_enabled(0, &usec) > 0 && usec > 0) interval_ = std::chrono::microseconds(usec / 2);
+  const char* socket = std::getenv("NOTIFY_SOCKET");
+  enabled_ = socket != nullptr && *socket != '\0';
 }
 
 void Notifier::ready(const std::string& text) {

@@ -19,6 +19,8 @@ class Notifier {
   void reloading();
   void stopping();
   void status(const std::string& text);
+  // Started by systemd (NOTIFY_SOCKET set): without it the loop need not build a status line.
+  bool enabled() const { return enabled_; }
   // Pings when half the ping interval has passed since the last ping, not on every tick: each
   // ping wakes PID 1: with a 1 s tick and WatchdogSec=30s, 4 pings per 30 s instead of 30.
   void watchdog(TimePoint now);
@@ -29,6 +31,7 @@ class Notifier {
   // Half the watchdog timeout systemd set (WatchdogSec=).
   std::optional<std::chrono::nanoseconds> interval_;
   std::optional<TimePoint> lastPing_;
+  bool enabled_ = false;
   std::string lastStatus_;
 };
 
