@@ -8,7 +8,7 @@ disabled, SIGTERM mid-step) and asserts on the timeline it prints:
     the VM, so the probe allows it); cache ends at the floor within -10 %/+5 %;
   - dropcache: one drop per idle period, cache gone; disabled: nothing written;
   - SIGTERM while a step is written: the step stops, exit 0 within 1 s.
-Usage: foundation_test.py --kernel 6.12 --reclaimd build/controller/reclaimd [--grace 20]
+Usage: foundation_test.py --kernel 6.12 --reclaimd build/controller/reclaimd [--grace 30]
 """
 import argparse
 import os
@@ -108,7 +108,7 @@ def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--kernel", required=True, choices=vm.kernels.SERIES)
     p.add_argument("--reclaimd", required=True)
-    p.add_argument("--grace", type=int, default=20)
+    p.add_argument("--grace", type=int, default=30)
     p.add_argument("--scenarios", default="gradual dropcache disabled sigterm")
     p.add_argument("--log-dir")
     a = p.parse_args(argv)
