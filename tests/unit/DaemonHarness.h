@@ -21,12 +21,12 @@ class DaemonHarness : public ::testing::Test {
   // sets --log-level), its own status socket, and `extra` arguments; `env` is added to its
   // environment.
   std::unique_ptr<Process> start(std::vector<std::string> extra = {}, std::vector<std::string> env = {}) {
-    std::vector<std::string> argv = {RECLAIMD_BINARY, "--proc-root",     fx_.path("proc"),           "--cgroup-root",
-                                     fx_.path("cg"),  "--config",        fx_.path("policy.yaml"),    "--log-level",
-                                     "debug",         "--status-socket", fx_.path("run/status.sock")};
-    // A test's own --log-level replaces the default (the CLI takes the option once).
-    if (std::find(extra.begin(), extra.end(), "--log-level") != extra.end())
-      argv.erase(argv.begin() + 7, argv.begin() + 9);
+    std::vector<std::string> argv = {RECLAIMD_BINARY,         "--proc-root",     fx_.path("proc"),
+                                     "--cgroup-root",         fx_.path("cg"),    "--config",
+                                     fx_.path("policy.yaml"), "--status-socket", fx_.path("run/status.sock")};
+    // The CLI takes --log-level once: debug unless the test chose its own.
+    if (std::find(extra.begin(), extra.end(), "--log-level") == extra.end())
+      argv.insert(argv.end(), {"--log-level", "debug"});
     argv.insert(argv.end(), extra.begin(), extra.end());
     return std::make_unique<Process>(argv, fx_.path("log"), env);
   }
