@@ -1,5 +1,7 @@
 #include "base/Log.h"
 
+#include "base/Event.h"
+
 #include <spdlog/async.h>
 #include <spdlog/sinks/base_sink.h>
 #include <spdlog/sinks/stdout_sinks.h>
@@ -49,10 +51,11 @@ std::vector<std::string> journalFields(std::string_view message) {
     std::string value;
     pos = eq + 1;
     if (pos < message.size() && message[pos] == '"') {
-      for (++pos; pos < message.size() && message[pos] != '"'; ++pos) {
+      const std::size_t begin = ++pos;
+      for (; pos < message.size() && message[pos] != '"'; ++pos) {
         if (message[pos] == '\\' && pos + 1 < message.size()) ++pos;
-        value.push_back(message[pos]);
       }
+      value = unescapeQuoted(message.substr(begin, pos - begin));
       ++pos;
     } else {
       const std::size_t end = message.find(' ', pos);
@@ -126,6 +129,19 @@ void initLogging(spdlog::level::level_enum level) {
   logger->set_level(level);
   logger->flush_on(spdlog::level::trace);
   spdlog::set_default_logger(logger);
+}
+
+void emit(const Event& event) {
+  spdlog::level::level_enum level = spdlog::level::info;
+  switch (event.severity()) {
+    case Severity::Trace: level = spdlog::level::trace; break;
+    case Severity::Debug: level = spdlog::level::debug; break;
+    case Severity::Info: level = spdlog::level::info; break;
+    case Severity::Warn: level = spdlog::level::warn; break;
+    case Severity::Error: level = spdlog::level::err; break;
+  }
+  if (!spdlog::should_log(level)) return;
+  spdlog::log(level, "{}", event.text());
 }
 
 void shutdownLogging() {

@@ -15,6 +15,8 @@
 
 namespace reclaimd {
 
+class Event;
+
 // "trace" | "debug" | "info" | "warn" | "error" | "off".
 std::optional<spdlog::level::level_enum> parseLogLevel(std::string_view name);
 
@@ -30,6 +32,9 @@ std::vector<std::string> journalFields(std::string_view message);
 
 // True when stderr is the journal stream systemd announced in JOURNAL_STREAM.
 bool stderrIsJournal();
+
+// Logs one event (Event.h) at its severity, as one line.
+void emit(const Event& event);
 
 // Flushes and stops the logging thread; call before exit.
 void shutdownLogging();

@@ -12,7 +12,7 @@
 
 #include "base/Log.h"
 #include "base/Units.h"
-#include "controller/Daemon.h"
+#include "controller/shell/Daemon.h"
 #include "controller/Endpoints.h"
 #include "controller/ExitCodes.h"
 #include "controller/ModeChoice.h"

@@ -37,7 +37,7 @@ struct IdleSettings {
   // How often /proc/stat is read. Fine enough that reclaim starts within a second of the
   // grace period ending; the judgement itself uses the longer spans above.
   std::chrono::milliseconds samplePeriod = 1s;
-  // Sample faster while the machine is busy (controller/Decide.h) and wake at the predicted
+  // Sample faster while the machine is busy (controller/engine/Decide.h) and wake at the predicted
   // end of the grace period, so reclaim starts within a fraction of a second of it. false:
   // sample only every samplePeriod, as WSL does (with 10s: its timing, for comparisons).
   bool predict = true;

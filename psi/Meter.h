@@ -26,6 +26,11 @@ class Meter {
   std::chrono::microseconds stallOver(std::chrono::nanoseconds window) const;
 
   bool empty() const { return readings_.empty(); }
+  // True when the readings reach back a whole `window` from the newest: stallOver is then
+  // measured, not a single reading's 0 or a guess.
+  bool covers(std::chrono::nanoseconds window) const {
+    return readings_.size() >= 2 && readings_.front().at <= readings_.back().at - window;
+  }
 
  private:
   struct Reading {

@@ -2,9 +2,9 @@
 // plan, and how a step is cut into chunks.
 #include <gtest/gtest.h>
 
-#include "controller/Decide.h"
+#include "controller/engine/Decide.h"
 #include "controller/ModeChoice.h"
-#include "controller/ReclaimStep.h"
+#include "controller/engine/ReclaimStep.h"
 #include "policies/Step.h"
 
 namespace reclaimd::controller {

@@ -1,7 +1,7 @@
 // The idle detector's semantics, case by case, with timestamps chosen by the test.
 #include <gtest/gtest.h>
 
-#include "controller/IdleDetector.h"
+#include "controller/engine/IdleDetector.h"
 
 namespace reclaimd::controller {
 namespace {

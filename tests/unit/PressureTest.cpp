@@ -6,11 +6,12 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
-#include "controller/Backoff.h"
-#include "controller/Pressure.h"
-#include "controller/ReclaimStep.h"
-#include "controller/Refault.h"
+#include "controller/engine/Backoff.h"
+#include "controller/engine/ReclaimStep.h"
+#include "controller/engine/Refault.h"
+#include "controller/engine/Scope.h"
 #include "psi/Meter.h"
+#include "psi/Watch.h"
 #include "tests/unit/Fixture.h"
 
 namespace reclaimd::controller {
@@ -117,15 +118,16 @@ class ManualClock final : public Clock {
   TimePoint now_{};
 };
 
-TEST(PressureWatch, EventHaltsAStepAtTheNextChunkWithinOneWindow) {
+TEST(PsiWatch, EventHaltsAStepAtTheNextChunkWithinOneWindow) {
   policies::PressureSettings settings;  // some 150 ms per 1 s window
-  PressureScope scope("build.slice", settings);
+  Scope scope("build.slice", settings);
+  psi::Source source;
   UniqueFd efd(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
   ASSERT_TRUE(efd);
   const int eventFd = efd.get();
-  scope.useEventSource(std::move(efd));
-  PressureWatch watch;
-  ASSERT_TRUE(watch.add(scope, 7).ok());
+  source.useEventSource(std::move(efd));
+  psi::Watch watch;
+  ASSERT_TRUE(watch.add(source, 7).ok());
 
   ManualClock clock;
   std::optional<TimePoint> eventAt, haltAt;
@@ -143,7 +145,7 @@ TEST(PressureWatch, EventHaltsAStepAtTheNextChunkWithinOneWindow) {
     return cgroup::ReclaimWrite{cgroup::ReclaimStatus::Done, 0, 40ms};
   };
   auto stop = [&] {
-    for (const WatchEvent& e : watch.take()) {
+    for (const psi::WatchEvent& e : watch.take()) {
       EXPECT_EQ(e.id, 7u);
       EXPECT_FALSE(e.gone);
       if (scope.backoff().pressure(clock.now())) haltAt = clock.now();
@@ -156,7 +158,6 @@ TEST(PressureWatch, EventHaltsAStepAtTheNextChunkWithinOneWindow) {
   EXPECT_EQ(s.chunks, 3) << "no chunk is written after the event";
   ASSERT_TRUE(eventAt && haltAt);
   EXPECT_LE(*haltAt - *eventAt, std::chrono::nanoseconds(settings.window)) << "halted within one window";
-  EXPECT_EQ(scope.events, 0u);  // the daemon counts; here the test handled the event itself
   EXPECT_TRUE(watch.take().empty()) << "each event is reported once";
   // Calm: pressure-free for settings.calm (30 s) before resuming.
   clock.advance(29s);
@@ -166,28 +167,26 @@ TEST(PressureWatch, EventHaltsAStepAtTheNextChunkWithinOneWindow) {
   EXPECT_DOUBLE_EQ(scope.backoff().scale(), 0.5) << "the next steps are halved";
 }
 
-TEST(PressureWatch, FixtureFilesGetNoTriggerAndCannotBeWatched) {
+TEST(PsiWatch, FixtureFilesGetNoTriggerAndCannotBeWatched) {
   testing::Fixture fx;
   const std::string content = "some avg10=0.00 avg60=0.00 avg300=0.00 total=0\n";
   fx.write("memory.pressure", content);
-  policies::PressureSettings settings;
-  PressureScope scope("fixture", settings);
   UniqueFd dir(::open(fx.root().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  scope.open(dir.get(), "memory.pressure");
-  EXPECT_TRUE(scope.readable()) << "its totals are read";
-  EXPECT_LT(scope.eventFd(), 0) << "no trigger on a file outside procfs and cgroup2";
-  EXPECT_NE(scope.why().find("not on procfs or cgroup2"), std::string::npos) << scope.why();
+  psi::Source source = psi::Source::open(dir.get(), "memory.pressure", psi::TriggerSpec{});
+  EXPECT_TRUE(source.readable()) << "its totals are read";
+  EXPECT_LT(source.triggerFd(), 0) << "no trigger on a file outside procfs and cgroup2";
+  EXPECT_NE(source.why().find("not on procfs or cgroup2"), std::string::npos) << source.why();
   EXPECT_EQ(fx.read("memory.pressure"), content) << "the trigger text was not written into it";
   // And epoll refuses a regular file outright.
   UniqueFd file(::open(fx.path("memory.pressure").c_str(), O_RDWR | O_CLOEXEC));
-  scope.useEventSource(std::move(file));
-  PressureWatch watch;
-  auto added = watch.add(scope, 1);
+  source.useEventSource(std::move(file));
+  psi::Watch watch;
+  auto added = watch.add(source, 1);
   ASSERT_FALSE(added.ok());
   EXPECT_EQ(added.error().errnoValue(), EPERM);
 }
 
-TEST(PressureScope, TotalsCrossingTheThreshold) {
+TEST(Scope, TotalsCrossingTheThreshold) {
   testing::Fixture fx;
   auto write = [&](unsigned long long total) {
     fx.write("memory.pressure", "some avg10=0.00 avg60=0.00 avg300=0.00 total=" + std::to_string(total) +
@@ -195,17 +194,22 @@ TEST(PressureScope, TotalsCrossingTheThreshold) {
   };
   write(0);
   policies::PressureSettings settings;  // 150 ms per 1 s
-  PressureScope scope("fixture", settings);
+  Scope scope("fixture", settings);
   UniqueFd dir(::open(fx.root().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  scope.open(dir.get(), "memory.pressure");
-  EXPECT_FALSE(scope.sample(at(0s)));
+  psi::Source source = psi::Source::open(dir.get(), "memory.pressure", psi::TriggerSpec{});
+  auto sample = [&](TimePoint t) {
+    auto total = source.someTotal();
+    return scope.add(t, total ? *total : 0);
+  };
+  EXPECT_FALSE(sample(at(0s)));
   write(100'000);
-  EXPECT_FALSE(scope.sample(at(500ms))) << "100 ms of stall: under the threshold";
+  EXPECT_FALSE(sample(at(500ms))) << "100 ms of stall: under the threshold";
   write(160'000);
-  EXPECT_TRUE(scope.sample(at(1s))) << "160 ms within the last second";
+  EXPECT_TRUE(sample(at(1s))) << "160 ms within the last second";
   EXPECT_EQ(scope.lastStall(), 160'000us);
   write(170'000);
-  EXPECT_FALSE(scope.sample(at(2100ms))) << "10 ms in the last second";
+  EXPECT_FALSE(sample(at(2100ms))) << "10 ms in the last second";
+  EXPECT_FALSE(scope.add(at(2200ms), 400'000, 400'000)) << "a stall that is all our own is not pressure";
 }
 
 }  // namespace

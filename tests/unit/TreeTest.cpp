@@ -7,7 +7,7 @@
 
 #include "base/Files.h"
 #include "cgroup/Tree.h"
-#include "controller/Budget.h"
+#include "controller/engine/Budget.h"
 #include "controller/Decompose.h"
 #include "policies/Loader.h"
 #include "policies/Rules.h"

@@ -17,7 +17,7 @@
 
 #include "base/Units.h"
 #include "cgroup/Tree.h"
-#include "controller/Budget.h"
+#include "controller/engine/Budget.h"
 #include "controller/Targets.h"
 #include "policies/Loader.h"
 #include "policies/Step.h"

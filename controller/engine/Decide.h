@@ -7,7 +7,7 @@
 #include <optional>
 #include <string>
 
-#include "controller/IdleDetector.h"
+#include "controller/engine/IdleDetector.h"
 #include "policies/Policy.h"
 
 namespace reclaimd::controller {

@@ -1,4 +1,4 @@
-#include "controller/Refault.h"
+#include "controller/engine/Refault.h"
 
 namespace reclaimd::controller {
 

@@ -1,4 +1,4 @@
-#include "controller/Backoff.h"
+#include "controller/engine/Backoff.h"
 
 #include <algorithm>
 

@@ -1,4 +1,4 @@
-#include "controller/IdleDetector.h"
+#include "controller/engine/IdleDetector.h"
 
 #include <algorithm>
 

@@ -1,4 +1,4 @@
-#include "controller/Budget.h"
+#include "controller/engine/Budget.h"
 
 #include <algorithm>
 

@@ -1,4 +1,4 @@
-#include "controller/ReclaimStep.h"
+#include "controller/engine/ReclaimStep.h"
 
 #include <algorithm>
 

@@ -1,4 +1,4 @@
-#include "controller/Decide.h"
+#include "controller/engine/Decide.h"
 
 #include <algorithm>
 

@@ -1,0 +1,271 @@
+// The engine's turn: idle detection, the dropcache mode, when to wake, and what it says.
+#include "controller/engine/Engine.h"
+
+#include <algorithm>
+
+#include "base/Units.h"
+#include "policies/Step.h"
+
+namespace reclaimd::controller {
+
+using namespace std::chrono;
+
+namespace {
+
+// A malformed /proc/stat is said once a minute at most, with a count, not every second.
+constexpr nanoseconds kSampleErrorEvery = 60s;
+
+}  // namespace
+
+IdleConfig idleConfigOf(const policies::IdleSettings& s) {
+  return IdleConfig{s.thresholdPercent, s.grace, s.interval};
+}
+
+bool within(std::string_view path, std::string_view ancestor) {
+  if (ancestor.empty()) return true;
+  return path.substr(0, ancestor.size()) == ancestor &&
+         (path.size() == ancestor.size() || path[ancestor.size()] == '/');
+}
+
+Engine::Engine(policies::Policy policy, EngineSetup setup)
+    : policy_(std::move(policy)), setup_(std::move(setup)), detector_(idleConfigOf(policy_.idle)) {
+  setPolicy(policy_);
+}
+
+void Engine::setPolicy(policies::Policy policy) {
+  policy_ = std::move(policy);
+  detector_.reconfigure(idleConfigOf(policy_.idle));
+  applyRuleDetectors();
+  compact_ = policy_.reclaim.compact && caps_.compactMemory;
+  // Targets keep their state; the next walk re-resolves their rules. Their scopes take the new
+  // settings as they are made again.
+  lastWalk_.reset();
+  for (TargetState& t : targets_)
+    t.scope.reset();
+  machineScope_.reset();
+  ++scopesVersion_;
+  if (!policy_.pressure.enabled) {
+    emit(Severity::Info, "pressure_watch")
+        .add("scope", "machine")
+        .add("mode", "off")
+        .add("reason", "pressure.enabled is false");
+    return;
+  }
+  machineScope_.emplace("machine", policy_.pressure);
+}
+
+// Detectors for the idle settings that rules use beyond the machine's; history is kept for
+// settings that stay, so a reload does not restart their grace periods.
+void Engine::applyRuleDetectors() {
+  auto same = [](const IdleConfig& a, const IdleConfig& b) {
+    return a.thresholdPercent == b.thresholdPercent && a.grace == b.grace && a.interval == b.interval;
+  };
+  const IdleConfig machine = idleConfigOf(policy_.idle);
+  std::vector<RuleDetector> next;
+  for (const auto& rule : policy_.rules) {
+    if (rule.idleSource == policies::IdleSource::Cgroup) continue;
+    const IdleConfig c = idleConfigOf(rule.idle);
+    if (same(machine, c)) continue;
+    if (std::any_of(next.begin(), next.end(), [&](const RuleDetector& d) { return same(d.config, c); })) continue;
+    auto old = std::find_if(ruleDetectors_.begin(), ruleDetectors_.end(),
+                            [&](const RuleDetector& d) { return same(d.config, c); });
+    if (old != ruleDetectors_.end())
+      next.push_back(std::move(*old));
+    else
+      next.push_back(RuleDetector{c, IdleDetector(c), {}});
+  }
+  ruleDetectors_ = std::move(next);
+}
+
+const IdleVerdict& Engine::systemVerdict(const policies::IdleSettings& idle) const {
+  const IdleConfig c = idleConfigOf(idle);
+  for (const auto& d : ruleDetectors_) {
+    if (d.config.thresholdPercent == c.thresholdPercent && d.config.grace == c.grace && d.config.interval == c.interval)
+      return d.verdict;
+  }
+  return verdict_;
+}
+
+void Engine::setCapabilities(const Capabilities& caps, std::string_view why) {
+  caps_ = caps;
+  compact_ = policy_.reclaim.compact && caps_.compactMemory;
+  const EffectiveMode chosen = chooseMode(policy_.reclaimMode(), caps_, !policy_.rules.empty());
+  const bool changed = !(chosen == mode_) || chosen.reason != mode_.reason;
+  mode_ = chosen;
+  lastWalk_.reset();
+  if (mode_.mode != policies::Mode::Gradual && !targets_.empty()) {
+    targets_.clear();
+    ++scopesVersion_;
+  }
+  if (!changed) return;
+  emit(mode_.fellBack ? Severity::Warn : Severity::Info, "mode")
+      .add("requested", toString(policy_.reclaimMode()))
+      .add("effective", toString(mode_.mode))
+      .add("format", mode_.mode == policies::Mode::Gradual ? toString(mode_.format) : "-")
+      .add("why", why)
+      .add("reason", mode_.reason);
+}
+
+void Engine::reprobed(const Capabilities& caps) {
+  const EffectiveMode was = mode_;
+  setCapabilities(caps, "EINVAL from memory.reclaim");
+  if (mode_ == was) fallBack();
+}
+
+Plan Engine::turn(TimePoint now, Sensors& in) {
+  Plan plan;
+  auto cpu = in.cpu();
+  if (!cpu) {
+    // A malformed sample is skipped; the windows keep their history.
+    sampleError(cpu.error(), now);
+    plan.wake = nextWake(now);
+    return plan;
+  }
+  observeCpu(in, CpuSample{now, cpu->busy, cpu->total, in.ownCpu()});
+  if (machineScope_ && mode_.mode != policies::Mode::Disabled && machineScope_->needsTotals())
+    samplePressure(*machineScope_, kMachineScope, now, in);
+  switch (mode_.mode) {
+    case policies::Mode::Disabled: break;
+    case policies::Mode::DropCache: dropCacheTurn(now, in, plan); break;
+    case policies::Mode::Gradual: gradualTurn(now, in, plan); break;
+  }
+  plan.wake = nextWake(now);
+  return plan;
+}
+
+void Engine::observeCpu(Sensors& in, const CpuSample& sample) {
+  verdict_ = detector_.add(sample);
+  for (auto& d : ruleDetectors_)
+    d.verdict = d.detector.add(sample);
+  const IdleVerdict& v = verdict_;
+  if (v.reset) emit(Severity::Info, "idle_reset").add("reason", "cpu counters went backwards");
+  if (v.periodEnded) {
+    emit(Severity::Info, "idle_left")
+        .add("window_busy_pct", v.windowPercent, 3)
+        .add("interval_busy_pct", v.intervalPercent, 3);
+    period_ = PeriodState{};
+  }
+  if (v.periodStarted) {
+    ++idlePeriods_;
+    auto mem = in.meminfo();
+    emit(Severity::Info, "idle_entered")
+        .add("window_busy_pct", v.windowPercent, 3)
+        .add("interval_busy_pct", v.intervalPercent, 3)
+        .add("reclaimable_mib", mem ? formatMiB(mem->reclaimable()) : "?");
+  }
+  if (!v.idle()) {
+    emit(Severity::Trace, "tick")
+        .add("state", toString(v.state))
+        .add("window_busy_pct", v.windowPercent, 3)
+        .add("interval_busy_pct", v.intervalPercent, 3);
+  }
+}
+
+void Engine::dropCacheTurn(TimePoint now, Sensors& in, Plan& plan) {
+  const bool pressed = machineScope_ && machineScope_->backoff().active();
+  const DropPlan drop = decideDrop(verdict_, period_, pressed, compact_);
+  if (verdict_.idle() && pressed && !period_.dropped && !std::exchange(dropPausedSaid_, true))
+    emit(Severity::Info, "dropcache_paused").add("reason", "memory pressure");
+  if (!drop.dropCache) return;
+  dropPausedSaid_ = false;
+  period_.dropped = true;
+  if (setup_.dryRun) {
+    auto mem = in.meminfo();
+    emit(Severity::Info, "dropcache")
+        .add("dry_run", true)
+        .add("reclaimable_mib", mem ? formatMiB(mem->reclaimable()) : "?");
+    if (mem) wouldReclaim_ += mem->reclaimable();
+    note(nullptr, "would drop caches", now);
+    if (drop.compact) wantsCompaction(0);
+    return;
+  }
+  plan.dropCache = true;
+  plan.compactAfterDrop = drop.compact;
+}
+
+void Engine::dropped(const Result<void>& result, std::uint64_t before, std::optional<std::uint64_t> after,
+                     nanoseconds took, TimePoint now) {
+  if (!result) {
+    emit(Severity::Error, "dropcache").add("error", result.error().message()).ms("took_ms", took);
+    return;
+  }
+  const std::uint64_t afterBytes = after.value_or(before);
+  ++dropcaches_;
+  note(nullptr, "dropped caches, " + formatMiB(before > afterBytes ? before - afterBytes : 0) + " MiB freed", now);
+  emit(Severity::Info, "dropcache")
+      .mibSigned("freed_mib", static_cast<std::int64_t>(before) - static_cast<std::int64_t>(afterBytes))
+      .ms("took_ms", took)
+      .mib("reclaimable_before_mib", before)
+      .mib("reclaimable_after_mib", afterBytes);
+}
+
+void Engine::compacted(const Result<void>& result, nanoseconds took, TimePoint) {
+  period_.compacted = true;
+  if (!result) {
+    emit(Severity::Warn, "compact").add("error", result.error().message()).ms("took_ms", took);
+    return;
+  }
+  ++compactions_;
+  emit(Severity::Info, "compact").ms("took_ms", took);
+}
+
+bool Engine::wantsCompaction(std::uint64_t freed) {
+  if (!compact_) return false;
+  const bool wanted = freed >= policies::kMinRequestBytes || (verdict_.idle() && !period_.compacted);
+  if (!wanted || !setup_.dryRun) return wanted;
+  if (!std::exchange(period_.compacted, true)) emit(Severity::Info, "compact").add("dry_run", true);
+  return false;
+}
+
+TimePoint Engine::nextWake(TimePoint now) const {
+  const auto& idle = policy_.idle;
+  const nanoseconds regular = idle.samplePeriod;
+  // The sample period while busy: the tightest any busy detector asks for, regular when none is.
+  nanoseconds period = regular;
+  if (verdict_.spanPercent > idle.thresholdPercent)
+    period = std::min(period, busySamplePeriod(idle, detector_.config()));
+  // Candidate wake-ups: predictions of when something becomes idle, if it stays quiet.
+  std::vector<std::optional<TimePoint>> predicted;
+  if (!verdict_.idle()) predicted.push_back(detector_.predictIdle());
+  for (const auto& d : ruleDetectors_) {
+    if (d.verdict.spanPercent > d.config.thresholdPercent) period = std::min(period, busySamplePeriod(idle, d.config));
+    if (!d.verdict.idle()) predicted.push_back(d.detector.predictIdle());
+  }
+  for (const TargetState& t : targets_) {
+    if (!t.cpuIdle) continue;
+    if (t.cpuVerdict.spanPercent > t.gov.idle.thresholdPercent) period = std::min(period, fastestSamplePeriod(idle));
+    if (!t.cpuVerdict.idle()) predicted.push_back(t.cpuIdle->predictIdle());
+  }
+  TimePoint next = now + (idle.predict ? period : regular);
+  if (idle.predict) {
+    // A millisecond's margin so the sample lands after the predicted instant, not on it.
+    for (const auto& p : predicted) {
+      if (p && *p + 1ms < next) next = std::max(*p + 1ms, now + 1ms);
+    }
+  }
+  if (mode_.mode == policies::Mode::Gradual && !policy_.rules.empty() && lastWalk_)
+    next = std::min(next, std::max(*lastWalk_ + kWalkPeriod, now + 1ms));
+  return next;
+}
+
+void Engine::sampleError(const Error& error, TimePoint now) {
+  ++sampleErrors_;
+  if (sampleErrors_ == 1 || !lastSampleErrorSaid_ || now - *lastSampleErrorSaid_ >= kSampleErrorEvery) {
+    emit(Severity::Warn, "sample_skipped").add("error", error.message()).add("count", sampleErrors_);
+    lastSampleErrorSaid_ = now;
+  }
+}
+
+void Engine::note(TargetState* t, std::string what, TimePoint now) {
+  lastAction_ = std::move(what);
+  lastActionAt_ = now;
+  if (t == nullptr) return;
+  t->lastAction = lastAction_;
+  t->lastActionAt = now;
+}
+
+Event& Engine::emit(Severity severity, std::string_view name) {
+  return events_.emplace_back(severity, name);
+}
+
+}  // namespace reclaimd::controller

@@ -1,0 +1,213 @@
+// The engine: every decision reclaimd makes, as one pure core.
+//
+// Each loop turn the shell calls turn() with one `now`; the engine pulls the readings its
+// decisions need through Sensors (Ports.h; a quiet tick reads /proc/stat and nothing else) and
+// returns a Plan: shares of the step budget to write, a drop of caches, when to wake. The shell
+// carries the plan out (controller/shell/Turn.h) and tells the engine what happened: what a step
+// freed and how it ended (EAGAIN, EINVAL, a cgroup gone), a drop or a compaction done. The
+// engine owns the idle detectors, the targets' state, the pressure scopes' backoffs, the refault
+// watches and the counters. It makes no syscall, reads no clock and logs nothing itself: what
+// it has to say is a list of Events the shell logs (takeEvents).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/Clock.h"
+#include "base/Event.h"
+#include "controller/ModeChoice.h"
+#include "controller/Probe.h"
+#include "controller/Status.h"
+#include "controller/engine/Decide.h"
+#include "controller/engine/IdleDetector.h"
+#include "controller/engine/Ports.h"
+#include "controller/engine/ReclaimStep.h"
+#include "controller/engine/Scope.h"
+#include "controller/engine/TargetState.h"
+#include "policies/Policy.h"
+
+namespace reclaimd::controller {
+
+// With rules, the tree is walked again at least this often: new cgroups are found within it,
+// and a walk made in the same turn always precedes a write, so a protected cgroup created under
+// a target is never reclaimed through it.
+inline constexpr std::chrono::seconds kWalkPeriod{5};
+// A pass's writes stop after this much time even if budget remains; the next tick goes on.
+// Keeps each loop turn short however slow the kernel is.
+inline constexpr std::chrono::seconds kPassBudget{1};
+// At the floors, with no refault watch and no backoff, the cache is measured again only this
+// often: a quiet tick reads /proc/stat alone. Cache regrowing at the floor is trimmed within it.
+inline constexpr std::chrono::seconds kRecheckAtFloor{5};
+
+struct EngineSetup {
+  bool dryRun = false;    // decide and log; the plan holds no writes
+  std::string ownCgroup;  // reclaimd's cgroup (relative), so its CPU is not held against a target
+};
+
+struct PlannedShare {
+  std::uint32_t target = 0;
+  std::uint64_t bytes = 0;  // at most this much asked in this step
+  std::uint64_t known = 0;  // the target's reclaimable bytes, measured this turn
+};
+
+struct Plan {
+  std::vector<PlannedShare> shares;  // gradual: in order
+  bool dropCache = false;            // dropcache: sync, drop, then compact when compactAfterDrop
+  bool compactAfterDrop = false;
+  TimePoint wake{};  // the next turn, unless an event comes first
+};
+
+// What the shell does after a step.
+struct StepFollowUp {
+  bool reprobe = false;  // EINVAL: probe the kernel again and call reprobed()
+};
+
+class Engine {
+ public:
+  Engine(policies::Policy policy, EngineSetup setup);
+
+  // A new policy (reload): detectors, targets and histories are kept where settings stay.
+  void setPolicy(policies::Policy policy);
+  const policies::Policy& policy() const { return policy_; }
+  // The probe's findings (start, reload); `why` names the occasion in the mode event.
+  void setCapabilities(const Capabilities& caps, std::string_view why);
+  // After an EINVAL from memory.reclaim: the probe again. When it still believes in the format
+  // the kernel just refused, reclaimd stops sending it: dropcache without rules, nothing with.
+  void reprobed(const Capabilities& caps);
+  const EffectiveMode& mode() const { return mode_; }
+
+  Plan turn(TimePoint now, Sensors& in);
+
+  // dropcache's outcome: `before`/`after` are the machine's reclaimable bytes.
+  void dropped(const Result<void>& result, std::uint64_t before, std::optional<std::uint64_t> after,
+               std::chrono::nanoseconds took, TimePoint now);
+  void compacted(const Result<void>& result, std::chrono::nanoseconds took, TimePoint now);
+  // gradual: compact after a pass that freed memory, and once on entering the idle period so
+  // free memory the work left behind forms blocks the host can take. A dry run says so and
+  // answers false.
+  bool wantsCompaction(std::uint64_t freed);
+
+  // The target a share names (nullptr when it went away meanwhile).
+  const TargetState* target(std::uint32_t id) const;
+  StepLimits limitsFor(const PlannedShare& share, std::chrono::nanoseconds budget) const;
+  // Between chunks: reads the machine's and the target's pressure; true when either backs off.
+  bool pressureStops(std::uint32_t target, TimePoint now, Sensors& in);
+  // A chunk was written (its time is reclaimd's own memory stall).
+  void chunkWritten(std::uint32_t target, std::uint64_t asked, const cgroup::ReclaimWrite& write, std::int64_t freed,
+                    TimePoint now);
+  StepFollowUp stepEnded(const PlannedShare& share, const StepOutcome& step, bool pressed, TimePoint now, Sensors& in);
+
+  // Pressure scopes, for the shell to watch: the machine's (id 0) and active targets'.
+  struct ScopeView {
+    ScopeId id;
+    std::string cgroupPath;  // the target's; "" for the machine (which uses /proc first)
+    std::uint64_t inode;
+    psi::TriggerSpec trigger;
+  };
+  std::vector<ScopeView> scopes() const;
+  // Changes whenever scopes() would answer differently.
+  std::uint64_t scopesVersion() const { return scopesVersion_; }
+  // How the shell watches scope `id` (after opening its file).
+  void setWatch(ScopeId id, Watch watch, std::string why);
+  // A PSI trigger fired on `id` (or its cgroup was removed: `gone`).
+  void pressureEvent(ScopeId id, bool gone, TimePoint now, Sensors& in);
+
+  // The engine's part of `reclaimd status` and the metrics; `when` renders an engine time as
+  // the wall-clock time shown beside the last action.
+  void fill(Status& status, const std::function<std::string(TimePoint)>& when) const;
+  const IdleVerdict& verdict() const { return verdict_; }
+  const std::vector<TargetState>& targets() const { return targets_; }
+  const Capabilities& capabilities() const { return caps_; }
+  const std::string& lastAction() const { return lastAction_; }
+  std::optional<TimePoint> lastActionAt() const { return lastActionAt_; }
+  // What happened since the last call, oldest first.
+  Events takeEvents() { return std::exchange(events_, {}); }
+
+ private:
+  struct RuleDetector {
+    IdleConfig config;
+    IdleDetector detector;
+    IdleVerdict verdict;
+  };
+
+  // Engine.cpp: the turn, idle detection, dropcache, waking.
+  void observeCpu(Sensors& in, const CpuSample& sample);
+  void applyRuleDetectors();
+  const IdleVerdict& systemVerdict(const policies::IdleSettings& idle) const;
+  void dropCacheTurn(TimePoint now, Sensors& in, Plan& plan);
+  TimePoint nextWake(TimePoint now) const;
+  void sampleError(const Error& error, TimePoint now);
+  void note(TargetState* t, std::string what, TimePoint now);
+  Event& emit(Severity severity, std::string_view name);
+
+  // EngineTargets.cpp: the walk, cgroup CPU, judging, measuring.
+  void ensureTargets(TimePoint now, Sensors& in, bool force);
+  // False when the tree could not be read (the old targets stay, and no pass writes).
+  bool walk(TimePoint now, Sensors& in);
+  void adopt(std::vector<TargetState>& next, std::string path, std::uint64_t inode, policies::Governance gov,
+             TimePoint now);
+  void sampleCgroupCpu(TimePoint now, Sensors& in);
+  void judgeTargets();
+  bool measureTargets(TimePoint now, Sensors& in, const proc::Meminfo& mem);
+  void targetGone(TargetState& t);
+  TargetState* find(std::uint32_t id);
+
+  // EngineGradual.cpp: the pass.
+  void gradualTurn(TimePoint now, Sensors& in, Plan& plan);
+  std::vector<PlannedShare> planPass(const proc::Meminfo& mem) const;
+  void dryRunShares(const std::vector<PlannedShare>& shares, TimePoint now);
+  void settleStep(TargetState& t, const StepOutcome& step, bool pressed, TimePoint now);
+  void fallBack();
+
+  // EnginePressure.cpp: scopes, totals, backoff, refaults.
+  void ensureScope(TargetState& t);
+  Scope* scopeById(ScopeId id);
+  void samplePressure(Scope& scope, ScopeId id, TimePoint now, Sensors& in);
+  void reportPressure(Scope& scope, TimePoint now, const char* source);
+  void checkRefaults(TargetState& t, TimePoint now);
+  void watchRefaults(TargetState& t, TimePoint now, Sensors& in);
+
+  policies::Policy policy_;
+  EngineSetup setup_;
+  Capabilities caps_;
+  EffectiveMode mode_;
+  bool compact_ = false;  // the policy asks for compaction and the kernel has compact_memory
+
+  IdleDetector detector_;  // the machine, under the policy's idle settings
+  IdleVerdict verdict_;
+  std::vector<RuleDetector> ruleDetectors_;
+  PeriodState period_;  // the machine's idle period (dropcache, compaction on entry)
+  bool dropPausedSaid_ = false;
+
+  std::vector<TargetState> targets_;
+  std::uint32_t nextId_ = 1;  // 0 is the machine's scope
+  std::optional<TimePoint> lastWalk_;
+  std::optional<Scope> machineScope_;
+  bool cgroupPollingSaid_ = false;
+  std::optional<TimePoint> restUntil_;  // at the floors: the next measurement (kRecheckAtFloor)
+  std::uint64_t scopesVersion_ = 1;
+  std::optional<std::uint64_t> machineRefaults_;  // /proc/vmstat, this turn
+  // Time spent inside memory.reclaim writes, cumulative: our own memory stall, subtracted from
+  // the machine's pressure (PSI charges it to reclaimd's cgroup, so the root sees it).
+  std::chrono::microseconds ownStall_{0};
+  std::optional<TimePoint> lastChunkAt_;
+  double overshoot_ = 0;  // freed per byte asked, learned from the kernel (ReclaimStep.h)
+
+  // Totals since start (targets that went away included).
+  std::uint64_t reclaimed_ = 0, steps_ = 0, partial_ = 0, wouldReclaim_ = 0;
+  double writeSeconds_ = 0;
+  std::uint64_t dropcaches_ = 0, compactions_ = 0, floorRaises_ = 0, idlePeriods_ = 0;
+  std::string lastAction_;
+  std::optional<TimePoint> lastActionAt_;
+  std::uint64_t sampleErrors_ = 0;
+  std::optional<TimePoint> lastSampleErrorSaid_;
+
+  Events events_;
+};
+
+}  // namespace reclaimd::controller

@@ -1,0 +1,213 @@
+// The gradual mode's pass: share the step budget among the idle targets, and settle each step
+// the shell wrote.
+#include <algorithm>
+
+#include "base/Units.h"
+#include "controller/engine/Budget.h"
+#include "controller/engine/Engine.h"
+#include "policies/Step.h"
+
+namespace reclaimd::controller {
+
+using namespace std::chrono;
+
+void Engine::gradualTurn(TimePoint now, Sensors& in, Plan& plan) {
+  ensureTargets(now, in, false);
+  sampleCgroupCpu(now, in);
+  judgeTargets();
+  for (TargetState& t : targets_) {
+    if (t.active()) ensureScope(t);
+    if (!t.scope) continue;
+    if ((t.active() && t.scope->watch() == Watch::Polling) || t.scope->backoff().active())
+      samplePressure(*t.scope, t.id, now, in);
+  }
+  const bool work = std::any_of(targets_.begin(), targets_.end(),
+                                [](const TargetState& t) { return t.active() || t.refaults.watching(); });
+  if (!work) return;
+  // At the floors with nothing to watch, the cache is looked at again only every
+  // kRecheckAtFloor: a quiet tick reads /proc/stat alone.
+  if (restUntil_ && now < *restUntil_ && std::none_of(targets_.begin(), targets_.end(), [](const TargetState& t) {
+        return t.refaults.watching() || (t.scope && t.scope->backoff().active());
+      }))
+    return;
+  restUntil_.reset();
+  auto mem = in.meminfo();
+  if (!mem) {
+    sampleError(mem.error(), now);
+    return;
+  }
+  measureTargets(now, in, *mem);
+  std::vector<PlannedShare> shares = planPass(*mem);
+  // About to write: the decomposition must be from this turn, so a cgroup created since the
+  // last walk under a target with another rule is never reclaimed through its parent. Only
+  // when there is something to write: at the floors, idle ticks cost no walk.
+  if (!shares.empty() && !policy_.rules.empty() && lastWalk_ != now) {
+    if (!walk(now, in)) return;  // without a fresh walk nothing is written
+    judgeTargets();
+    measureTargets(now, in, *mem);
+    shares = planPass(*mem);
+  }
+  if (shares.empty()) {
+    restUntil_ = now + kRecheckAtFloor;
+    return;
+  }
+  if (setup_.dryRun) {
+    dryRunShares(shares, now);
+    return;
+  }
+  plan.shares = std::move(shares);
+}
+
+std::vector<PlannedShare> Engine::planPass(const proc::Meminfo& mem) const {
+  const Scope* machine = machineScope_ ? &*machineScope_ : nullptr;
+  if (machine && machine->backoff().active()) return {};
+  const double machineScale = machine ? machine->backoff().scale() : 1.0;
+  // A step halved per backoff, never under pressure.min_step nor over the policy's step.
+  auto scaled = [&](std::uint64_t step, double scale) {
+    const auto bytes = static_cast<std::uint64_t>(static_cast<double>(step) * scale);
+    return std::min(step, std::max(bytes, policy_.pressure.minStep));
+  };
+  // The machine keeps its floor whatever the targets' floors say.
+  const std::uint64_t machineRoom =
+      mem.reclaimable() > policy_.reclaim.floor ? mem.reclaimable() - policy_.reclaim.floor : 0;
+  const std::uint64_t budget =
+      std::min(scaled(policies::stepBytes(mem.memTotal, policy_.reclaim), machineScale), machineRoom);
+  std::vector<Candidate> candidates;
+  for (std::size_t i = 0; i < targets_.size(); ++i) {
+    const TargetState& t = targets_[i];
+    if (!t.active() || !t.measured) continue;
+    if (t.scope && t.scope->backoff().active()) continue;
+    const std::uint64_t reclaimable = t.measured->reclaimable;
+    // Paused until the cache regrows by a chunk (saturating: a value near 2^64 is not "regrown").
+    if (t.period.stalledAt && reclaimable - std::min(reclaimable, *t.period.stalledAt) < policy_.reclaim.chunk)
+      continue;
+    const double scale = machineScale * (t.scope ? t.scope->backoff().scale() : 1.0);
+    candidates.push_back(Candidate{static_cast<int>(i), reclaimable, t.floor(),
+                                   scaled(policies::stepBytes(mem.memTotal, t.gov.steps), scale)});
+  }
+  std::vector<PlannedShare> out;
+  for (const Share& s : shareBudget(std::move(candidates), budget, policies::kMinRequestBytes)) {
+    const TargetState& t = targets_[static_cast<std::size_t>(s.target)];
+    out.push_back(PlannedShare{t.id, s.bytes, t.measured->reclaimable});
+  }
+  return out;
+}
+
+void Engine::dryRunShares(const std::vector<PlannedShare>& shares, TimePoint now) {
+  for (const PlannedShare& share : shares) {
+    TargetState& t = *find(share.target);
+    emit(Severity::Info, "reclaim_step")
+        .add("cgroup", t.label())
+        .add("rule", t.rule())
+        .add("dry_run", true)
+        .mib("asked_mib", share.bytes)
+        .mib("reclaimable_mib", share.known)
+        .mib("floor_mib", t.floor());
+    t.period.stalledAt = share.known;  // a dry run frees nothing: do not repeat each tick
+    t.wouldReclaimBytes += share.bytes;
+    wouldReclaim_ += share.bytes;
+    note(&t, "would reclaim " + formatMiB(share.bytes) + " MiB from " + t.label(), now);
+  }
+}
+
+StepLimits Engine::limitsFor(const PlannedShare& share, nanoseconds budget) const {
+  const TargetState* t = target(share.target);
+  return StepLimits{share.bytes, t ? t->floor() : share.known, policy_.reclaim.chunk, budget, overshoot_};
+}
+
+void Engine::chunkWritten(std::uint32_t id, std::uint64_t asked, const cgroup::ReclaimWrite& w, std::int64_t freed,
+                          TimePoint now) {
+  ownStall_ += duration_cast<microseconds>(w.took);
+  lastChunkAt_ = now;
+  const double seconds = duration<double>(w.took).count();
+  writeSeconds_ += seconds;
+  TargetState* t = find(id);
+  if (t) t->writeSeconds += seconds;
+  emit(Severity::Debug, "reclaim_chunk")
+      .add("cgroup", t ? t->label() : "?")
+      .mib("asked_mib", asked)
+      .mibSigned("freed_mib", freed)
+      .ms("took_ms", w.took)
+      .add("status", toString(w.status))
+      .add("errno", w.err);
+}
+
+StepFollowUp Engine::stepEnded(const PlannedShare& share, const StepOutcome& step, bool pressed, TimePoint now,
+                               Sensors& in) {
+  StepFollowUp follow;
+  TargetState* t = find(share.target);
+  if (!t) return follow;
+  overshoot_ = step.overshoot;
+  settleStep(*t, step, pressed, now);
+  watchRefaults(*t, now, in);
+  Event& e = emit(step.status == cgroup::ReclaimStatus::Failed ? Severity::Error : Severity::Info, "reclaim_step");
+  e.add("cgroup", t->label())
+      .add("rule", t->rule())
+      .mib("asked_mib", share.bytes)
+      .mib("requested_mib", step.requestedBytes)
+      .mibSigned("freed_mib", step.freed())
+      .add("chunks", step.chunks)
+      .ms("took_ms", step.took)
+      .add("end", toString(step.end));
+  if (pressed) e.add("stopped_by", "pressure");
+  e.add("status", toString(step.status))
+      .add("errno", step.err)
+      .mib("reclaimable_before_mib", step.before)
+      .mib("reclaimable_after_mib", step.after)
+      .mib("floor_mib", t->floor());
+  switch (step.status) {
+    case cgroup::ReclaimStatus::Done:
+    case cgroup::ReclaimStatus::Interrupted:
+    case cgroup::ReclaimStatus::Partial: break;
+    case cgroup::ReclaimStatus::Unsupported: follow.reprobe = true; break;
+    case cgroup::ReclaimStatus::Gone: targetGone(*t); break;
+    case cgroup::ReclaimStatus::Failed: t->period.stalledAt = step.after; break;
+  }
+  return follow;
+}
+
+// Counters, the backoffs' relaxation, and the pause after a step that freed (almost) nothing.
+void Engine::settleStep(TargetState& t, const StepOutcome& step, bool pressed, TimePoint now) {
+  ++t.steps;
+  ++steps_;
+  if (step.status == cgroup::ReclaimStatus::Partial) {
+    ++t.partialSteps;
+    ++partial_;
+  }
+  if (step.freed() > 0) {
+    t.reclaimedBytes += static_cast<std::uint64_t>(step.freed());
+    reclaimed_ += static_cast<std::uint64_t>(step.freed());
+  }
+  note(&t, "reclaimed " + formatMiBSigned(step.freed()) + " MiB from " + t.label(), now);
+  if (!pressed && step.freed() > 0) {
+    // A step without pressure: the backoff's halving is undone one step at a time.
+    if (machineScope_) machineScope_->backoff().stepSucceeded();
+    if (t.scope) t.scope->backoff().stepSucceeded();
+  }
+  // Asked and (almost) nothing freed — EAGAIN, or cache regrowing as fast as it goes: pause
+  // this target until its cache grows by a chunk, so it cannot hold the whole budget every
+  // pass while other idle targets wait.
+  if (step.requestedBytes >= policies::kMinRequestBytes &&
+      step.freed() < static_cast<std::int64_t>(policies::kMinRequestBytes))
+    t.period.stalledAt = step.after;
+}
+
+void Engine::fallBack() {
+  // The probe still believes in this format: do not send the kernel the same EINVAL every tick.
+  // Without rules fall back to dropcache; with rules stop (drop_caches would reach the cgroups
+  // they protect) until a reload or restart.
+  const std::string why = "memory.reclaim rejected a request with EINVAL after a re-probe accepted its format";
+  if (policy_.rules.empty()) {
+    mode_ = chooseMode(policies::Mode::DropCache, caps_);
+  } else {
+    mode_ = EffectiveMode{};
+    mode_.mode = policies::Mode::Disabled;
+  }
+  mode_.fellBack = true;
+  mode_.reason = why;
+  targets_.clear();
+  ++scopesVersion_;
+  emit(Severity::Warn, "mode").add("effective", toString(mode_.mode)).add("reason", why);
+}
+
+}  // namespace reclaimd::controller

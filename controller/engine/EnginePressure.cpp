@@ -1,0 +1,163 @@
+// The engine's pressure watching: scopes for the machine and the targets, trigger events,
+// totals, backoff and resume, and refault protection.
+#include <algorithm>
+
+#include "base/Units.h"
+#include "controller/engine/Engine.h"
+
+namespace reclaimd::controller {
+
+using namespace std::chrono;
+
+void Engine::ensureScope(TargetState& t) {
+  if (t.scope || t.isRoot() || t.gone || !t.gov.pressure.enabled) return;
+  t.scope.emplace(t.label(), t.gov.pressure);
+  ++scopesVersion_;
+}
+
+Scope* Engine::scopeById(ScopeId id) {
+  if (id == kMachineScope) return machineScope_ ? &*machineScope_ : nullptr;
+  TargetState* t = find(id);
+  return t && t->scope ? &*t->scope : nullptr;  // nullptr: its target is gone, the event is stale
+}
+
+std::vector<Engine::ScopeView> Engine::scopes() const {
+  std::vector<ScopeView> out;
+  if (machineScope_) out.push_back(ScopeView{kMachineScope, "", 0, machineScope_->spec()});
+  for (const TargetState& t : targets_) {
+    if (t.scope) out.push_back(ScopeView{t.id, t.path, t.inode, t.scope->spec()});
+  }
+  return out;
+}
+
+void Engine::setWatch(ScopeId id, Watch watch, std::string why) {
+  Scope* scope = scopeById(id);
+  if (!scope) return;
+  scope->setWatch(watch, why);
+  if (id != kMachineScope) {
+    if (watch == Watch::Polling && !std::exchange(cgroupPollingSaid_, true))
+      emit(Severity::Warn, "pressure_watch").add("scope", "cgroups").add("mode", "polling").add("reason", why);
+    emit(Severity::Debug, "pressure_watch")
+        .add("scope", scope->label())
+        .add("mode", toString(watch))
+        .add("trigger", psi::triggerText(scope->spec()));
+    return;
+  }
+  switch (watch) {
+    case Watch::Pending: break;
+    case Watch::Trigger:
+      emit(Severity::Info, "pressure_watch")
+          .add("scope", "machine")
+          .add("mode", "trigger")
+          .add("trigger", psi::triggerText(scope->spec()))
+          .add("source", why);
+      break;
+    case Watch::Polling:
+      emit(Severity::Warn, "pressure_watch")
+          .add("scope", "machine")
+          .add("mode", "polling")
+          .add("trigger", psi::triggerText(scope->spec()))
+          .add("reason", why);
+      break;
+    case Watch::Off:
+      emit(Severity::Warn, "pressure_watch").add("scope", "machine").add("mode", "off").add("reason", why);
+  }
+}
+
+void Engine::pressureEvent(ScopeId id, bool gone, TimePoint now, Sensors& in) {
+  Scope* scope = scopeById(id);
+  if (!scope) return;
+  if (gone) {
+    emit(Severity::Debug, "pressure_watch")
+        .add("scope", scope->label())
+        .add("mode", "off")
+        .add("reason", "cgroup removed");
+    scope->setWatch(Watch::Off, "cgroup removed");
+    lastWalk_.reset();
+    return;
+  }
+  ++scope->events;
+  // The event says the threshold was crossed; read the total now for the numbers, and because
+  // the kernel sends no other event in this window. The machine's total includes reclaimd's own
+  // stall: an event that our own writes account for is not pressure.
+  auto total = in.pressureTotal(id);
+  if (!total) return;
+  const bool machine = id == kMachineScope;
+  const bool crossed = scope->add(now, *total, machine ? static_cast<std::uint64_t>(ownStall_.count()) : 0);
+  // Without a reading a window old the meter cannot tell (the trigger is the first word of this
+  // stall): the kernel's event stands unless reclaimd wrote within the window.
+  const bool ownRecently = lastChunkAt_ && now - *lastChunkAt_ <= scope->spec().window;
+  if (machine && !crossed && (scope->measured() || ownRecently)) {
+    emit(Severity::Debug, "pressure_ignored")
+        .add("scope", "machine")
+        .add("reason", "our own reclaim stall")
+        .ms("stall_ms", scope->lastStall());
+    return;
+  }
+  reportPressure(*scope, now, "trigger");
+}
+
+void Engine::reportPressure(Scope& scope, TimePoint now, const char* source) {
+  if (!scope.backoff().pressure(now)) return;
+  ++scope.backoffs;
+  note(nullptr, "backed off: pressure in " + scope.label(), now);
+  emit(Severity::Warn, "backoff")
+      .add("scope", scope.label())
+      .add("source", source)
+      .ms("stall_ms", scope.lastStall())
+      .ms("threshold_ms", scope.spec().stall)
+      .add("window_ms", duration<double, std::milli>(scope.spec().window).count(), 0)
+      .add("consecutive", scope.backoff().consecutive())
+      .add("step_scale", scope.backoff().scale(), 4)
+      .add("resume_after_s", duration<double>(scope.backoff().resumeAt() - now).count(), 0);
+}
+
+void Engine::samplePressure(Scope& scope, ScopeId id, TimePoint now, Sensors& in) {
+  if (scope.watch() == Watch::Off || scope.watch() == Watch::Pending) return;
+  auto total = in.pressureTotal(id);
+  if (!total) return;
+  const std::uint64_t own = id == kMachineScope ? static_cast<std::uint64_t>(ownStall_.count()) : 0;
+  if (scope.add(now, *total, own)) reportPressure(scope, now, "total");
+  if (scope.backoff().resume(now)) {
+    emit(Severity::Info, "resume")
+        .add("scope", scope.label())
+        .add("calm_s", duration<double>(now - scope.backoff().lastPressure()).count(), 0)
+        .ms("stall_ms", scope.lastStall())
+        .add("step_scale", scope.backoff().scale(), 4);
+  }
+}
+
+bool Engine::pressureStops(std::uint32_t id, TimePoint now, Sensors& in) {
+  if (machineScope_) samplePressure(*machineScope_, kMachineScope, now, in);
+  TargetState* t = find(id);
+  if (t && t->scope) samplePressure(*t->scope, t->id, now, in);
+  return (machineScope_ && machineScope_->backoff().active()) || (t && t->scope && t->scope->backoff().active());
+}
+
+// Starts the refault watch after a step: a jump means the step cut into the working set.
+void Engine::watchRefaults(TargetState& t, TimePoint now, Sensors& in) {
+  if (!t.gov.pressure.enabled) return;
+  if (t.isRoot()) {
+    if (auto r = in.machineRefaults()) t.refaults.stepEnded(now, *r);
+    return;
+  }
+  if (auto m = in.memory(t.ref())) t.refaults.stepEnded(now, m->refaults);
+}
+
+void Engine::checkRefaults(TargetState& t, TimePoint now) {
+  if (!t.measured || !t.gov.pressure.enabled) return;
+  auto jump = t.refaults.check(now, t.measured->refaults);
+  if (!jump) return;
+  const std::uint64_t raised = std::max(t.measured->reclaimable, t.gov.floor);
+  t.period.raisedFloor = std::max(raised, t.period.raisedFloor.value_or(0));
+  ++floorRaises_;
+  emit(Severity::Warn, "floor_raised")
+      .add("cgroup", t.label())
+      .mib("floor_mib", *t.period.raisedFloor)
+      .add("reason", "refaults jumped after a step: it cut into the working set")
+      .add("excess_pages", jump->excessPages)
+      .add("rate_before_pps", jump->rateBefore, 1)
+      .add("rate_after_pps", jump->rateAfter, 1);
+}
+
+}  // namespace reclaimd::controller

@@ -1,0 +1,187 @@
+// The engine's targets: the walk and what survives it, each target's own CPU, judging them
+// idle, and measuring their cache.
+#include <algorithm>
+#include <unordered_map>
+
+#include "cgroup/Cgroup.h"
+#include "controller/Decompose.h"
+#include "controller/engine/Engine.h"
+#include "policies/Rules.h"
+
+namespace reclaimd::controller {
+
+TargetState* Engine::find(std::uint32_t id) {
+  for (TargetState& t : targets_) {
+    if (t.id == id) return &t;
+  }
+  return nullptr;
+}
+
+const TargetState* Engine::target(std::uint32_t id) const {
+  return const_cast<Engine*>(this)->find(id);
+}
+
+void Engine::ensureTargets(TimePoint now, Sensors& in, bool force) {
+  const bool due = !lastWalk_ || (!policy_.rules.empty() && now - *lastWalk_ >= kWalkPeriod);
+  if (force || due) walk(now, in);
+}
+
+bool Engine::walk(TimePoint now, Sensors& in) {
+  std::vector<TargetState> next;
+  Event stats(Severity::Debug, "walk");
+  if (policy_.rules.empty()) {
+    // One target, the root, measured machine-wide: no walk at all.
+    adopt(next, "", 0, policy_.governance(-1, true), now);
+    stats.add("cgroups", 1);
+  } else {
+    auto tree = in.tree();
+    if (!tree) {
+      emit(Severity::Error, "walk_failed").add("error", tree.error().message());
+      return false;
+    }
+    std::vector<int> ruleOf(tree->nodes.size());
+    for (std::size_t i = 0; i < tree->nodes.size(); ++i) {
+      // Pre-order: the parent's rule is known; a cgroup no rule matches inherits it.
+      const int own = policies::governingRule(policy_.rules, tree->nodes[i].path);
+      const int parent = tree->nodes[i].parent;
+      ruleOf[i] = own >= 0 || parent < 0 ? own : ruleOf[static_cast<std::size_t>(parent)];
+    }
+    for (const TargetSpec& spec : decompose(*tree, ruleOf)) {
+      const cgroup::TreeNode& node = tree->nodes[static_cast<std::size_t>(spec.node)];
+      adopt(next, node.path, node.inode, policy_.governance(spec.rule, node.path.empty()), now);
+    }
+    stats.add("cgroups", tree->nodes.size()).add("vanished", tree->vanished).add("symlinks_skipped", tree->symlinks);
+  }
+  targets_ = std::move(next);
+  lastWalk_ = now;
+  ++scopesVersion_;
+  events_.push_back(std::move(stats.add("targets", targets_.size())));
+  return true;
+}
+
+// Carries a target's state over when the same cgroup (path and inode) keeps the same rule.
+void Engine::adopt(std::vector<TargetState>& next, std::string path, std::uint64_t inode, policies::Governance gov,
+                   TimePoint now) {
+  const RefaultConfig refaults{gov.pressure.refaultWindow, gov.pressure.refaultLimit / 4096};
+  auto old = std::find_if(targets_.begin(), targets_.end(), [&](const TargetState& t) {
+    return t.path == path && t.inode == inode && t.gov.rule == gov.rule && !t.gone;
+  });
+  if (old != targets_.end()) {
+    TargetState kept = std::move(*old);
+    kept.gov = gov;  // a reload may have changed the rule's settings
+    if (kept.usesCgroupCpu() && !kept.cpuIdle) kept.cpuIdle.emplace(idleConfigOf(gov.idle));
+    if (!kept.usesCgroupCpu()) kept.cpuIdle.reset();
+    if (kept.cpuIdle) kept.cpuIdle->reconfigure(idleConfigOf(gov.idle));
+    kept.refaults.reconfigure(refaults);
+    next.push_back(std::move(kept));
+    return;
+  }
+  TargetState t;
+  t.id = nextId_++;
+  if (nextId_ == kMachineScope) nextId_ = 1;
+  t.path = std::move(path);
+  t.inode = inode;
+  t.gov = gov;
+  t.firstSeen = now;
+  if (t.usesCgroupCpu()) t.cpuIdle.emplace(idleConfigOf(gov.idle));
+  t.refaults.reconfigure(refaults);
+  next.push_back(std::move(t));
+}
+
+void Engine::targetGone(TargetState& t) {
+  if (t.gone) return;
+  t.gone = true;
+  t.measured.reset();
+  lastWalk_.reset();  // the next turn walks again
+  emit(Severity::Debug, "cgroup_gone").add("cgroup", t.label());
+}
+
+void Engine::sampleCgroupCpu(TimePoint now, Sensors& in) {
+  for (TargetState& t : targets_) {
+    if (!t.cpuIdle || t.gone) continue;
+    auto usage = in.cgroupCpu(t.ref());
+    if (!usage) {
+      if (cgroup::cgroupGone(usage.error()))
+        targetGone(t);
+      else
+        emit(Severity::Warn, "sample_skipped").add("cgroup", t.label()).add("error", usage.error().message());
+      continue;
+    }
+    // A share of one CPU: the total is wall time since the target was first seen.
+    CpuSample s;
+    s.at = now;
+    s.busy = *usage;
+    s.total = now - t.firstSeen;
+    if (within(setup_.ownCgroup, t.path)) s.own = in.ownCpu();
+    t.cpuVerdict = t.cpuIdle->add(s);
+  }
+}
+
+namespace {
+
+// The state of an idle period that a Blocked tick (a burst in the current interval while the
+// window stays quiet) keeps: only the window going busy, or a reset, ends the period.
+bool keepsPeriod(const IdleVerdict& v) {
+  return v.state == IdleState::Idle || v.state == IdleState::Blocked;
+}
+
+}  // namespace
+
+void Engine::judgeTargets() {
+  const bool announce = !policy_.rules.empty();  // without rules the root mirrors the machine
+  for (TargetState& t : targets_) {
+    const IdleVerdict* sys = t.usesSystemCpu() ? &systemVerdict(t.gov.idle) : nullptr;
+    const IdleVerdict* own = t.usesCgroupCpu() ? &t.cpuVerdict : nullptr;
+    const bool idle = (!sys || sys->idle()) && (!own || (t.cpuIdle && own->idle()));
+    const bool keep = (!sys || keepsPeriod(*sys)) && (!own || (t.cpuIdle && keepsPeriod(*own)));
+    if (idle != t.idle && announce) {
+      emit(Severity::Info, idle ? "target_idle" : "target_busy")
+          .add("cgroup", t.label())
+          .add("source", toString(t.gov.idleSource))
+          .add("mode", toString(t.gov.mode))
+          .add("cgroup_busy_pct", t.cpuVerdict.windowPercent, 3);
+    }
+    if (!keep) t.period = PeriodState{};
+    t.idle = idle;
+    t.inPeriod = keep;
+  }
+}
+
+bool Engine::measureTargets(TimePoint now, Sensors& in, const proc::Meminfo& mem) {
+  // The machine's refaults (/proc/vmstat) only when the root is measured: they keep its
+  // pre-step rate current and feed its refault watch.
+  const bool rootMeasured = std::any_of(targets_.begin(), targets_.end(), [](const TargetState& t) {
+    return t.isRoot() && t.gov.pressure.enabled && (t.active() || t.refaults.watching());
+  });
+  machineRefaults_.reset();
+  if (rootMeasured) {
+    if (auto r = in.machineRefaults()) machineRefaults_ = *r;
+  }
+  bool any = false;
+  for (TargetState& t : targets_) {
+    t.measured.reset();
+    // A target whose step is being watched for refaults is measured even when it is no longer
+    // idle: the work coming back is exactly what the watch is for.
+    if (t.gone || !(t.active() || t.refaults.watching())) continue;
+    if (t.isRoot()) {
+      t.measured = MemoryReading{mem.reclaimable(), machineRefaults_.value_or(0)};
+      if (machineRefaults_) checkRefaults(t, now);
+      any = true;
+      continue;
+    }
+    auto m = in.memory(t.ref());
+    if (!m) {
+      if (cgroup::cgroupGone(m.error()))
+        targetGone(t);
+      else
+        emit(Severity::Warn, "sample_skipped").add("cgroup", t.label()).add("error", m.error().message());
+      continue;
+    }
+    t.measured = *m;
+    checkRefaults(t, now);
+    any = true;
+  }
+  return any;
+}
+
+}  // namespace reclaimd::controller

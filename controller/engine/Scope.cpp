@@ -1,0 +1,35 @@
+#include "controller/engine/Scope.h"
+
+namespace reclaimd::controller {
+
+const char* toString(Watch watch) {
+  switch (watch) {
+    case Watch::Pending: return "pending";
+    case Watch::Trigger: return "trigger";
+    case Watch::Polling: return "polling";
+    case Watch::Off: return "off";
+  }
+  return "?";
+}
+
+BackoffConfig backoffConfigOf(const policies::PressureSettings& s) {
+  // Halving stops at 1/64 of a step; min_step then bounds the bytes.
+  return BackoffConfig{s.calm, 1.0 / 64};
+}
+
+Scope::Scope(std::string label, const policies::PressureSettings& settings)
+    : label_(std::move(label)),
+      spec_{std::chrono::microseconds(settings.stall), std::chrono::microseconds(settings.window)},
+      // A second beyond the window, so the window's start always has a reading at or before it.
+      meter_(settings.window + std::chrono::seconds(1)),
+      backoff_(backoffConfigOf(settings)) {}
+
+bool Scope::add(TimePoint now, std::uint64_t totalUsec, std::uint64_t ownUsec) {
+  // Our own stall can overlap others' (then "some" counted it once): subtracting it can hide a
+  // little of theirs, never invent any.
+  meter_.add(now, totalUsec > ownUsec ? totalUsec - ownUsec : 0);
+  lastStall_ = meter_.stallOver(spec_.window);
+  return lastStall_ >= spec_.stall;
+}
+
+}  // namespace reclaimd::controller

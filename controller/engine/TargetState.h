@@ -1,0 +1,66 @@
+// What the engine remembers about one reclaim target.
+//
+// Without rules the whole tree is one target, the root (the seed's machine-wide behaviour: no
+// walk at all). With rules, each walk resolves every cgroup's rule and decomposes the tree
+// (Decompose.h); a target's state is carried from one walk to the next while its path, inode
+// and rule stay the same. A new inode under an old name is a new cgroup: fresh state.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "base/Clock.h"
+#include "controller/engine/Decide.h"
+#include "controller/engine/IdleDetector.h"
+#include "controller/engine/Ports.h"
+#include "controller/engine/Refault.h"
+#include "controller/engine/Scope.h"
+#include "policies/Policy.h"
+
+namespace reclaimd::controller {
+
+struct TargetState {
+  std::uint32_t id = 0;  // unique for the daemon's life; also the id of its pressure scope
+  std::string path;      // relative; "" is the root
+  std::uint64_t inode = 0;
+  policies::Governance gov;
+  // The cgroup's own CPU (usage_usec as a share of one CPU), when its idle source needs it.
+  std::optional<IdleDetector> cpuIdle;
+  IdleVerdict cpuVerdict;
+  TimePoint firstSeen{};
+  bool idle = false;      // as last judged: in an idle period and not blocked
+  bool inPeriod = false;  // in an idle period (a Blocked tick keeps the period and its state)
+  PeriodState period;     // cleared when the target's idle period ends
+  // Pressure in its own memory.pressure (not for the root: the machine's scope covers it).
+  std::optional<Scope> scope;
+  RefaultGuard refaults;
+  std::optional<MemoryReading> measured;  // this turn's reading, when taken
+  bool gone = false;                      // its files were found gone: dropped at the next walk
+
+  std::uint64_t reclaimedBytes = 0;
+  std::uint64_t steps = 0;
+  std::uint64_t partialSteps = 0;  // ended in EAGAIN
+  double writeSeconds = 0;
+  std::uint64_t wouldReclaimBytes = 0;  // dry run: what the steps would have asked
+  std::string lastAction;
+  std::optional<TimePoint> lastActionAt;
+
+  std::uint64_t floor() const { return std::max(gov.floor, period.raisedFloor.value_or(0)); }
+  bool isRoot() const { return path.empty(); }
+  std::string label() const { return path.empty() ? "/" : path; }
+  std::string rule() const { return gov.rule < 0 ? "machine" : std::to_string(gov.rule + 1); }
+  bool usesCgroupCpu() const { return gov.idleSource != policies::IdleSource::System; }
+  bool usesSystemCpu() const { return gov.idleSource != policies::IdleSource::Cgroup; }
+  // Idle and gradual: a pass may write to it.
+  bool active() const { return idle && gov.mode == policies::Mode::Gradual && !gone; }
+  CgroupRef ref() const { return CgroupRef{path, inode}; }
+};
+
+IdleConfig idleConfigOf(const policies::IdleSettings& s);
+
+// True when `path` is `ancestor` or below it (relative paths, "" the root).
+bool within(std::string_view path, std::string_view ancestor);
+
+}  // namespace reclaimd::controller

@@ -1,0 +1,82 @@
+// The daemon: the thin shell around the engine. It owns the loop (epoll with a handler table:
+// a signalfd for SIGTERM, SIGINT and SIGHUP, a timerfd for the engine's next turn, the PSI
+// trigger set, the status and metrics endpoints), the adapters that read and write the machine,
+// and the probe. Each turn takes one `now` and hands it to runTurn (Turn.h).
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "base/Clock.h"
+#include "base/UniqueFd.h"
+#include "controller/Endpoints.h"
+#include "controller/Notify.h"
+#include "controller/Paths.h"
+#include "controller/Status.h"
+#include "controller/engine/Engine.h"
+#include "controller/shell/EventLog.h"
+#include "controller/shell/Io.h"
+#include "controller/shell/Loop.h"
+#include "controller/shell/PressureIo.h"
+#include "controller/shell/Tracker.h"
+#include "policies/Policy.h"
+#include "proc/Reader.h"
+
+namespace reclaimd::controller {
+
+struct DaemonOptions {
+  Paths paths;
+  EndpointOptions endpoints;
+  std::string configPath;  // empty: built-in policy; SIGHUP then has nothing to reload
+  bool dryRun = false;     // decide and log; write nothing but the probe's zero-byte requests
+};
+
+// Blocks the signals the daemon takes through its signalfd (SIGTERM, SIGINT, SIGHUP, and
+// SIGUSR1, SIGUSR2 and SIGALRM, which it ignores rather than die of) in the calling thread, and
+// ignores SIGPIPE. Call before any other thread (the logger's) starts: threads inherit the mask,
+// and an unblocked thread would take SIGTERM's default action and kill the process.
+Result<void> blockDaemonSignals();
+
+class Daemon {
+ public:
+  Daemon(DaemonOptions options, policies::Policy policy, const Clock& clock);
+
+  // Probes, then loops until SIGTERM or SIGINT. Returns an exit code (ExitCodes.h).
+  int run();
+
+ private:
+  Result<void> setUp();
+  Result<void> listen();
+  void applyProbe(const char* why);
+  Capabilities probeWithRoot();
+  void onSignal();
+  void onTimer();
+  void turn();
+  void reload();
+  void armTimer(TimePoint at);
+  void flushEvents();
+  bool stopPending() const;
+
+  Status snapshot() const;
+  std::string statusLine() const;
+
+  DaemonOptions options_;
+  const Clock& clock_;
+  Engine engine_;
+  std::optional<Loop> loop_;
+  UniqueFd signals_, timer_;
+  std::optional<proc::Reader> proc_;
+  std::optional<Tracker> tracker_;
+  PressureIo pressure_;
+  std::optional<SystemSensors> sensors_;
+  std::optional<SystemActuator> actuator_;
+  std::uint64_t scopesSynced_ = 0;
+  EventLog log_;
+  Endpoints endpoints_;
+  Notifier notifier_;
+  TimePoint started_{};
+  std::chrono::nanoseconds tick_{10'000'000};  // one USER_HZ tick; set from sysconf
+  int exitCode_ = 0;
+};
+
+}  // namespace reclaimd::controller

@@ -1,0 +1,112 @@
+#include "controller/shell/Io.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <future>
+#include <memory>
+#include <thread>
+
+#include "base/Clock.h"
+#include "base/Event.h"
+#include "base/Files.h"
+#include "base/Log.h"
+
+namespace reclaimd::controller {
+
+using namespace std::chrono;
+
+namespace {
+
+// How long dropcache waits for sync before dropping what is clean.
+constexpr nanoseconds kSyncWait = 2s;
+
+// Runs sync() on a detached thread; true when it finished within `wait`. A sync that never
+// returns keeps only its own thread (in the kernel), not the loop and with it SIGTERM.
+bool syncWithin(nanoseconds wait) {
+  auto done = std::make_shared<std::promise<void>>();
+  std::future<void> finished = done->get_future();
+  // The daemon's signals stay blocked in this thread too (it inherits the mask).
+  std::thread([done] {
+    ::sync();
+    done->set_value();
+  }).detach();
+  return finished.wait_for(wait) == std::future_status::ready;
+}
+
+}  // namespace
+
+Result<CpuReading> SystemSensors::cpu() {
+  auto times = proc_.stat();
+  if (!times) return times.error();
+  auto busy = proc::ticksToTime(times->busy(), tick_);
+  if (!busy) return busy.error();
+  auto total = proc::ticksToTime(times->total(), tick_);
+  if (!total) return total.error();
+  return CpuReading{*busy, *total};
+}
+
+nanoseconds SystemSensors::ownCpu() {
+  return processCpuTime();
+}
+
+Result<cgroup::Tree> SystemSensors::tree() {
+  if (!tracker_) return errnoError(ENOENT, "no cgroup tree in use");
+  return tracker_->walk();
+}
+
+Result<cgroup::Cgroup*> SystemSensors::open(const CgroupRef& ref) {
+  if (!tracker_) return errnoError(ENOENT, "no cgroup tree in use");
+  return tracker_->open(ref);
+}
+
+Result<MemoryReading> SystemSensors::memory(const CgroupRef& ref) {
+  auto cg = open(ref);
+  if (!cg) return cg.error();
+  auto stat = (*cg)->memoryStat();
+  if (!stat) return stat.error();
+  return MemoryReading{stat->fileCache(), stat->workingsetRefaultFile};
+}
+
+Result<nanoseconds> SystemSensors::cgroupCpu(const CgroupRef& ref) {
+  auto cg = open(ref);
+  if (!cg) return cg.error();
+  auto stat = (*cg)->cpuStat();
+  if (!stat) return stat.error();
+  // usage_usec as nanoseconds: checked, a counter near 2^64 is not signed overflow.
+  std::int64_t ns = 0;
+  if (stat->usageUsec > static_cast<std::uint64_t>(INT64_MAX) ||
+      __builtin_mul_overflow(static_cast<std::int64_t>(stat->usageUsec), std::int64_t{1000}, &ns))
+    return errnoError(EOVERFLOW, std::string(ref.path) + ": cpu.stat usage_usec too large");
+  return nanoseconds(ns);
+}
+
+cgroup::ReclaimWrite SystemActuator::reclaim(const CgroupRef& ref, std::uint64_t bytes, cgroup::ReclaimFormat format) {
+  auto fail = [](const Error& e) {
+    const int err = e.code.category() == std::generic_category() ? e.code.value() : EIO;
+    return cgroup::ReclaimWrite{cgroup::classifyReclaimErrno(err), err, nanoseconds(0)};
+  };
+  if (!tracker_) return fail(errnoError(ENOENT, "no cgroup tree in use"));
+  auto cg = tracker_->open(ref);
+  if (!cg) return fail(cg.error());
+  auto file = (*cg)->reclaimFile();
+  if (!file) return fail(file.error());
+  return (*file)->write(bytes, format);
+}
+
+Result<void> SystemActuator::dropCaches() {
+  // Dirty pages are not dropped, so sync first; after the grace period there are few and it is
+  // short. After kSyncWait caches are dropped without it (what is still dirty simply stays).
+  if (!syncWithin(kSyncWait)) {
+    emit(Event(Severity::Warn, "sync_slow")
+             .ms("waited_ms", kSyncWait)
+             .add("reason", "a filesystem is slow to sync; dropping what is clean"));
+  }
+  return writeFileAt(AT_FDCWD, paths_.proc(kDropCaches), "3");
+}
+
+Result<void> SystemActuator::compact() {
+  return writeFileAt(AT_FDCWD, paths_.proc(kCompactMemory), "1");
+}
+
+}  // namespace reclaimd::controller

@@ -1,0 +1,31 @@
+#include "controller/shell/Tracker.h"
+
+#include <algorithm>
+#include <cerrno>
+
+namespace reclaimd::controller {
+
+Result<cgroup::Cgroup*> Tracker::open(const CgroupRef& ref) {
+  auto it = open_.find(ref.path);
+  if (it != open_.end() && (ref.inode == 0 || it->second.inode() == ref.inode)) return &it->second;
+  if (it != open_.end()) open_.erase(it);
+  auto opened = cgroup::Cgroup::open(root_.get(), std::string(ref.path));
+  if (!opened) return opened.error();
+  // The root has no inode in the engine's view (it never changes); below it the inode is the
+  // cgroup's identity.
+  if (ref.inode != 0 && opened->inode() != ref.inode)
+    return errnoError(ENOENT, std::string(ref.path) + " was made again (a new cgroup under the old name)");
+  auto [placed, inserted] = open_.emplace(std::string(ref.path), std::move(*opened));
+  return &placed->second;
+}
+
+void Tracker::retain(const std::vector<CgroupRef>& keep) {
+  for (auto it = open_.begin(); it != open_.end();) {
+    const bool kept = std::any_of(keep.begin(), keep.end(), [&](const CgroupRef& r) {
+      return r.path == it->first && (r.inode == 0 || r.inode == it->second.inode());
+    });
+    it = kept ? std::next(it) : open_.erase(it);
+  }
+}
+
+}  // namespace reclaimd::controller

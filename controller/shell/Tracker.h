@@ -1,0 +1,34 @@
+// The cgroups reclaimd touches: the root's directory, a walk of the tree, and the open files of
+// the cgroups the engine names. No decisions: which cgroups are targets is the engine's call.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "base/UniqueFd.h"
+#include "cgroup/Cgroup.h"
+#include "cgroup/Tree.h"
+#include "controller/engine/Ports.h"
+
+namespace reclaimd::controller {
+
+class Tracker {
+ public:
+  explicit Tracker(UniqueFd root) : root_(std::move(root)) {}
+
+  int rootFd() const { return root_.get(); }
+  Result<cgroup::Tree> walk() { return cgroup::walkTree(root_.get()); }
+  // The cgroup `ref` names, opened on first use and kept. A cgroup found at the path under
+  // another inode is a new one: ENOENT, as for one that is gone (the engine walks again).
+  Result<cgroup::Cgroup*> open(const CgroupRef& ref);
+  // Closes the files of every cgroup not in `keep`.
+  void retain(const std::vector<CgroupRef>& keep);
+  std::size_t openCount() const { return open_.size(); }
+
+ private:
+  UniqueFd root_;
+  std::map<std::string, cgroup::Cgroup, std::less<>> open_;
+};
+
+}  // namespace reclaimd::controller

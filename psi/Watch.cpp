@@ -1,0 +1,93 @@
+#include "psi/Watch.h"
+
+#include <sys/epoll.h>
+#include <unistd.h>
+
+#include "psi/Pressure.h"
+
+namespace reclaimd::psi {
+
+Source Source::open(int dirFd, const std::string& name, const TriggerSpec& spec) {
+  Source s;
+  auto totals = KeptFile::open(dirFd, name);
+  if (!totals) {
+    s.why_ = totals.error().message();
+    return s;
+  }
+  s.totals_ = std::move(*totals);
+  auto trigger = Trigger::open(dirFd, name, spec);
+  if (!trigger) {
+    s.why_ = trigger.error().message();
+    return s;
+  }
+  s.trigger_ = trigger->release();  // closing it removes the trigger
+  return s;
+}
+
+void Source::useEventSource(UniqueFd fd) {
+  trigger_ = std::move(fd);
+  eventfd_ = true;
+}
+
+void Source::dropTrigger(std::string why) {
+  trigger_.reset();
+  why_ = std::move(why);
+}
+
+Result<std::uint64_t> Source::someTotal() {
+  if (!totals_) return errnoError(EBADF, why_);
+  auto text = totals_->read();
+  if (!text) return text.error();
+  auto parsed = parsePressure(*text);
+  if (!parsed) return parsed.error();
+  return parsed->some.totalUsec;
+}
+
+Watch::Watch() : epoll_(::epoll_create1(EPOLL_CLOEXEC)) {}
+
+Result<void> Watch::add(const Source& source, std::uint32_t id) {
+  if (!epoll_) return errnoError(EBADF, "pressure epoll");
+  epoll_event ev{};
+  // An eventfd signals with EPOLLIN and must be read; a PSI trigger signals with EPOLLPRI only
+  // (its poll always reports EPOLLIN|EPOLLOUT too, so EPOLLIN must never be asked of it).
+  ev.events = source.isEventfd() ? EPOLLIN : EPOLLPRI;
+  // The id, the fd and its kind travel together (bit 63 marks an eventfd), so nothing has to be
+  // looked up or kept here; a source's fd closing removes it from the set.
+  const std::uint64_t kind = source.isEventfd() ? (1ULL << 63) : 0;
+  ev.data.u64 =
+      kind | (static_cast<std::uint64_t>(id & 0x7fffffffU) << 32) | static_cast<std::uint32_t>(source.triggerFd());
+  if (::epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, source.triggerFd(), &ev) != 0)
+    return errnoError(errno, "watch for pressure events");
+  return {};
+}
+
+std::vector<WatchEvent> Watch::take() {
+  std::vector<WatchEvent> out;
+  epoll_event events[16];
+  for (;;) {
+    const int n = ::epoll_wait(epoll_.get(), events, 16, 0);
+    if (n <= 0) break;
+    for (int i = 0; i < n; ++i) {
+      const std::uint64_t data = events[i].data.u64;
+      const auto id = static_cast<std::uint32_t>((data >> 32) & 0x7fffffffU);
+      const int fd = static_cast<int>(static_cast<std::uint32_t>(data));
+      const bool isEventfd = (data >> 63) != 0;
+      const bool gone = (events[i].events & (EPOLLERR | EPOLLHUP)) != 0;
+      if (isEventfd && (events[i].events & EPOLLIN)) {
+        std::uint64_t count = 0;
+        // A failed read leaves the eventfd readable: it is reported again on the next take.
+        if (::read(fd, &count, sizeof count) < 0) continue;
+      } else if (!gone && !(events[i].events & EPOLLPRI)) {
+        continue;  // not an event
+      }
+      // A removed cgroup's trigger keeps reporting until its fd is closed: stop watching it
+      // (ENOENT if already gone from the set is fine: the fd is being dropped either way).
+      if (gone) (void)::epoll_ctl(epoll_.get(), EPOLL_CTL_DEL, fd, nullptr);
+      out.push_back(WatchEvent{id, gone});
+    }
+    if (n < 16) break;
+  }
+  return out;
+}
+
+}  // namespace reclaimd::psi

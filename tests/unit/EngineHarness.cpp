@@ -1,0 +1,59 @@
+#include "tests/unit/EngineHarness.h"
+
+namespace reclaimd::testing {
+
+void EngineHarness::start(const std::string& policyYaml, bool dryRun) {
+  auto policy = policyYaml.empty() ? Result<policies::Policy>(policies::Policy{})
+                                   : policies::parsePolicy(policyYaml, "policy.yaml");
+  ASSERT_TRUE(policy) << policy.error().message();
+  start(*policy, dryRun);
+}
+
+void EngineHarness::start(policies::Policy policy, bool dryRun) {
+  engine_ = std::make_unique<controller::Engine>(std::move(policy), controller::EngineSetup{dryRun, ""});
+  engine_->setCapabilities(fullCapabilities(), "start");
+  sim_.bind(*engine_);
+  start_ = clock_.now();
+  afterTurn();
+}
+
+void EngineHarness::afterTurn() {
+  // What the shell's PressureIo does: watch each new scope.
+  for (const auto& s : engine_->scopes()) {
+    if (watched_.insert(s.id).second) engine_->setWatch(s.id, watchAs_, "test");
+  }
+  for (Event& e : engine_->takeEvents())
+    events_.push_back(std::move(e));
+}
+
+void EngineHarness::run(std::chrono::nanoseconds span) {
+  runUntil([] { return false; }, span);
+}
+
+bool EngineHarness::runUntil(const std::function<bool()>& done, std::chrono::nanoseconds limit) {
+  const TimePoint until = clock_.now() + limit;
+  bool met = false;
+  testing::runUntil(*engine_, sim_, clock_, until, [&] {
+    afterTurn();
+    return met = done();
+  });
+  return met;
+}
+
+std::size_t EngineHarness::count(const std::string& name) const {
+  return named(name).size();
+}
+
+std::vector<Event> EngineHarness::named(const std::string& name) const {
+  std::vector<Event> out;
+  for (const Event& e : events_)
+    if (e.name() == name) out.push_back(e);
+  return out;
+}
+
+std::vector<Write> EngineHarness::writesSince(std::size_t from) const {
+  const auto& w = sim_.writes();
+  return from >= w.size() ? std::vector<Write>{} : std::vector<Write>(w.begin() + static_cast<long>(from), w.end());
+}
+
+}  // namespace reclaimd::testing

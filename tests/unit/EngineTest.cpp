@@ -1,0 +1,203 @@
+// The daemon's scenarios, in process: the engine and the turn code over a simulated machine
+// with a manual clock. Minutes of behaviour run in milliseconds.
+#include <gtest/gtest.h>
+
+#include "policies/Step.h"
+#include "tests/unit/EngineHarness.h"
+
+namespace reclaimd::testing {
+namespace {
+
+using namespace std::chrono_literals;
+using controller::kMachineScope;
+
+class EngineTest : public EngineHarness {};
+
+TEST_F(EngineTest, IdleMachineIsReclaimedInChunksToTheFloorRightAfterTheGrace) {
+  sim_.addCgroup("work", 600 * kMiB);
+  start();
+  run(119s);
+  EXPECT_TRUE(sim_.writes().empty()) << "nothing before the 2-minute grace (less its 0.6 s slack)";
+  ASSERT_TRUE(runUntil([&] { return !sim_.writes().empty(); }, 5s));
+  EXPECT_LE(elapsed(), 121s) << "reclaim starts within a second of the grace period's end";
+  run(60s);
+  for (const Write& w : sim_.writes())
+    EXPECT_LE(w.bytes, 64 * kMiB) << "chunks of at most 64 MiB";
+  EXPECT_NEAR(static_cast<double>(sim_.subtreeFile("")) / kMiB, 128.0, 1.0) << "down to the 128 MiB floor";
+  EXPECT_GE(sim_.compactions, 1) << "free memory compacted for the host";
+  EXPECT_EQ(count("idle_entered"), 1u);
+}
+
+TEST_F(EngineTest, BusyMachineIsNeverReclaimed) {
+  sim_.addCgroup("work", 600 * kMiB);
+  sim_.setMachineBusy(0.2);  // 10 % of two CPUs
+  start();
+  run(10min);
+  EXPECT_TRUE(sim_.writes().empty());
+  sim_.setMachineBusy(0);
+  EXPECT_TRUE(runUntil([&] { return !sim_.writes().empty(); }, 3min)) << "reclaimed once the work stops";
+}
+
+// Idle entered -> pass -> backoff -> calm -> halved step -> doubled back, as one table: each
+// row is what the machine does for a while and what the steps asked must be afterwards.
+TEST_F(EngineTest, PressureBacksOffThenResumesWithAHalvedStepThatDoublesBack) {
+  sim_.addCgroup("work", 3000 * kMiB);
+  start("reclaim: {step_min: 64M, step_max: 64M, floor: 128M}\npressure: {calm: 30s, min_step: 16M}\n");
+  ASSERT_TRUE(runUntil([&] { return count("reclaim_step") >= 2; }, 3min));
+  // Pressure: the machine stalls 50 % of the time and the trigger fires.
+  sim_.setMachineStall(0.5);
+  sim_.pressureEvent(kMachineScope);
+  run(2s);
+  EXPECT_EQ(count("backoff"), 1u);
+  const std::size_t before = sim_.writes().size();
+  sim_.setMachineStall(0);
+  run(25s);
+  EXPECT_EQ(sim_.writes().size(), before) << "nothing written during the calm period";
+  ASSERT_TRUE(runUntil([&] { return count("resume") == 1; }, 10s));
+  run(5s);
+  // The steps asked after the resume: halved once, then doubled back to the policy's step.
+  std::vector<double> asked;
+  bool resumed = false;
+  for (const Event& e : events_) {
+    resumed = resumed || e.name() == "resume";
+    if (resumed && e.name() == "reclaim_step") asked.push_back(mib(*e.field("asked_mib")));
+  }
+  ASSERT_GE(asked.size(), 3u);
+  EXPECT_EQ(asked[0], 32);
+  EXPECT_EQ(asked[1], 64);
+  EXPECT_EQ(asked[2], 64);
+}
+
+TEST_F(EngineTest, OwnReclaimStallIsNotPressure) {
+  sim_.addCgroup("work", 2000 * kMiB);
+  sim_.setWriteTime(200ms);  // slow writes: reclaimd itself stalls
+  start();
+  ASSERT_TRUE(runUntil([&] { return count("reclaim_step") >= 1; }, 3min));
+  sim_.pressureEvent(kMachineScope);  // the stall PSI saw is (at most) reclaimd's own
+  run(3s);
+  EXPECT_EQ(count("backoff"), 0u);
+}
+
+TEST_F(EngineTest, RefaultsAfterAStepRaiseTheFloorAtOnceEvenWhenTheWorkIsBack) {
+  sim_.addCgroup("work", 1000 * kMiB);
+  start("reclaim: {step_min: 32M, step_max: 32M}\n");
+  ASSERT_TRUE(runUntil([&] { return count("reclaim_step") >= 1; }, 3min));
+  // The work comes back 3 s after the step: the machine is busy and reads its cache back.
+  run(2s);
+  sim_.setMachineBusy(1.0);
+  sim_.cgroup("work").refaults += 128 * 256;  // 128 MiB of pages
+  const auto at = clock_.now();
+  ASSERT_TRUE(runUntil([&] { return count("floor_raised") == 1; }, 3min));
+  EXPECT_LE(clock_.now() - at, 2s) << "raised while the watch runs, not at the next idle period";
+}
+
+TEST_F(EngineTest, ARaisedFloorSurvivesABurstThatOnlyBlocksTheInterval) {
+  sim_.addCgroup("work", 1000 * kMiB);
+  start("reclaim: {step_min: 32M, step_max: 32M}\n");
+  ASSERT_TRUE(runUntil([&] { return count("reclaim_step") >= 1; }, 3min));
+  sim_.cgroup("work").refaults += 64 * 256;
+  ASSERT_TRUE(runUntil([&] { return count("floor_raised") == 1; }, 5s));
+  const double raised = mib(*named("floor_raised").back().field("floor_mib"));
+  // A short burst: the current interval is busy, the 2-minute window stays quiet.
+  sim_.setMachineBusy(0.5);
+  run(1s);
+  sim_.setMachineBusy(0);
+  run(60s);
+  EXPECT_EQ(count("idle_left"), 0u) << "the burst did not end the idle period";
+  EXPECT_GE(static_cast<double>(sim_.subtreeFile("")) / kMiB, raised - 1) << "the raised floor held";
+}
+
+TEST_F(EngineTest, AStepThatFreedNothingPausesTheTargetUntilItsCacheRegrows) {
+  sim_.addCgroup("work", 1000 * kMiB);
+  sim_.setOvershoot(0);  // the kernel frees nothing (EAGAIN)
+  start();
+  ASSERT_TRUE(runUntil([&] { return !sim_.writes().empty(); }, 3min));
+  const std::size_t writes = sim_.writes().size();
+  run(30s);
+  EXPECT_EQ(sim_.writes().size(), writes) << "no request every tick for what the kernel cannot give";
+  sim_.setOvershoot(1);
+  sim_.cgroup("work").file += 80 * kMiB;  // the cache regrows by more than a chunk
+  EXPECT_TRUE(runUntil([&] { return sim_.writes().size() > writes; }, 10s));
+}
+
+TEST_F(EngineTest, EinvalAfterAGoodProbeReprobesAndFallsBackToDropcache) {
+  sim_.addCgroup("work", 1000 * kMiB);
+  sim_.queueWriteStatus(cgroup::ReclaimStatus::Unsupported, EINVAL);
+  start();
+  ASSERT_TRUE(runUntil([&] { return !sim_.writes().empty(); }, 3min));
+  run(2s);
+  EXPECT_EQ(sim_.reprobes, 1);
+  EXPECT_EQ(engine_->mode().mode, policies::Mode::DropCache);
+  EXPECT_TRUE(engine_->mode().fellBack);
+  const std::size_t writes = sim_.writes().size();
+  run(30s);
+  EXPECT_EQ(sim_.writes().size(), writes) << "the refused format is not sent again";
+  EXPECT_EQ(sim_.drops, 1) << "dropcache takes over in the same idle period";
+}
+
+TEST_F(EngineTest, EinvalWithRulesStopsRatherThanDropCaches) {
+  sim_.addCgroup("a", 1000 * kMiB);
+  sim_.queueWriteStatus(cgroup::ReclaimStatus::Unsupported, EINVAL);
+  start("rules:\n  - match: a\n    floor: 16M\n");
+  ASSERT_TRUE(runUntil([&] { return !sim_.writes().empty(); }, 3min));
+  run(30s);
+  EXPECT_EQ(engine_->mode().mode, policies::Mode::Disabled);
+  EXPECT_EQ(sim_.drops, 0) << "drop_caches would reach the cgroups rules protect";
+  EXPECT_EQ(sim_.writes().size(), 1u);
+}
+
+TEST_F(EngineTest, DropcacheOncePerIdlePeriod) {
+  sim_.addCgroup("work", 1000 * kMiB);
+  start("mode: dropcache\n");
+  run(10min);
+  EXPECT_EQ(sim_.drops, 1);
+  EXPECT_EQ(sim_.compactions, 1);
+  sim_.setMachineBusy(1.0);
+  run(1min);
+  sim_.setMachineBusy(0);
+  run(3min);
+  EXPECT_EQ(sim_.drops, 2) << "once more in the next idle period";
+}
+
+TEST_F(EngineTest, DryRunWritesNothingAndCountsWhatItWouldReclaim) {
+  sim_.addCgroup("work", 600 * kMiB);
+  start("", true);
+  run(5min);
+  EXPECT_TRUE(sim_.writes().empty());
+  EXPECT_EQ(sim_.compactions, 0);
+  ASSERT_GE(count("reclaim_step"), 1u);
+  EXPECT_EQ(*named("reclaim_step").front().field("dry_run"), "true");
+  controller::Status s;
+  engine_->fill(s, [](TimePoint) { return std::string("t"); });
+  ASSERT_EQ(s.targets.size(), 1u);
+  EXPECT_NE(s.targets[0].lastAction.find("would reclaim"), std::string::npos);
+}
+
+TEST_F(EngineTest, AtTheFloorMostTicksReadProcStatAlone) {
+  sim_.addCgroup("work", 600 * kMiB);
+  start();
+  ASSERT_TRUE(runUntil([&] { return !sim_.writes().empty(); }, 3min));
+  run(60s);  // at the floor, refault watches over
+  sim_.reads.clear();
+  run(20s);
+  EXPECT_GE(sim_.reads["cpu"], 19) << "a sample a second";
+  EXPECT_LE(sim_.reads["meminfo"], 5) << "the cache is looked at every kRecheckAtFloor (5 s), not every tick";
+  EXPECT_EQ(sim_.reads.count("memory") + sim_.reads.count("pressure") + sim_.reads.count("tree"), 0u)
+      << ::testing::PrintToString(sim_.reads);
+  // Cache that regrows at the floor is still found, within kRecheckAtFloor.
+  sim_.cgroup("work").file += 100 * kMiB;
+  const std::size_t writes = sim_.writes().size();
+  EXPECT_TRUE(runUntil([&] { return sim_.writes().size() > writes; }, 6s));
+}
+
+TEST_F(EngineTest, MalformedSamplesAreSkippedAndSaidOnceAMinute) {
+  sim_.addCgroup("work", 600 * kMiB);
+  start();
+  sim_.failReads("cpu", EIO, 100);
+  run(100s);
+  EXPECT_EQ(count("sample_skipped"), 2u) << "the first, and one a minute later";
+  EXPECT_TRUE(runUntil([&] { return !sim_.writes().empty(); }, 3min)) << "recovers when samples come back";
+}
+
+}  // namespace
+}  // namespace reclaimd::testing

@@ -1,0 +1,222 @@
+#include "tests/unit/SimMachine.h"
+
+#include <algorithm>
+#include <cerrno>
+
+namespace reclaimd::testing {
+
+using namespace std::chrono;
+
+namespace {
+
+std::string parentOf(const std::string& path) {
+  const auto slash = path.rfind('/');
+  return slash == std::string::npos ? "" : path.substr(0, slash);
+}
+
+bool inside(const std::string& path, const std::string& ancestor) {
+  return ancestor.empty() || path == ancestor ||
+         (path.size() > ancestor.size() && path.compare(0, ancestor.size(), ancestor) == 0 &&
+          path[ancestor.size()] == '/');
+}
+
+}  // namespace
+
+Capabilities fullCapabilities() {
+  Capabilities c;
+  c.cgroupRoot = "/sys/fs/cgroup";
+  c.memoryController = true;
+  c.reclaimWritable = true;
+  c.swappinessKey = controller::KeySupport::Supported;
+  c.psiAvailable = true;
+  c.psiTriggers = true;
+  c.compactMemory = true;
+  c.dropCaches = true;
+  return c;
+}
+
+SimMachine::SimMachine(ManualClock& clock, std::uint64_t memTotal, int cpus)
+    : clock_(clock), memTotal_(memTotal), cpus_(cpus), last_(clock.now()) {
+  cgroups_[""] = SimCgroup{1};
+  caps_ = fullCapabilities();
+}
+
+void SimMachine::addCgroup(const std::string& path, std::uint64_t fileBytes) {
+  SimCgroup c;
+  c.inode = nextInode_++;
+  c.file = fileBytes;
+  cgroups_[path] = c;
+}
+
+void SimMachine::removeCgroup(const std::string& path) {
+  for (auto it = cgroups_.begin(); it != cgroups_.end();)
+    it = inside(it->first, path) && !path.empty() ? cgroups_.erase(it) : std::next(it);
+}
+
+std::uint64_t SimMachine::subtreeFile(const std::string& path) const {
+  std::uint64_t sum = 0;
+  for (const auto& [p, c] : cgroups_)
+    if (inside(p, path)) sum += c.file;
+  return sum;
+}
+
+void SimMachine::advance() {
+  const TimePoint now = clock_.now();
+  if (now <= last_) return;
+  const nanoseconds d = now - last_;
+  last_ = now;
+  const double seconds = duration<double>(d).count();
+  busy_ += nanoseconds(static_cast<std::int64_t>(static_cast<double>(d.count()) * machineBusy_));
+  total_ += d * cpus_;
+  machineStallUsec_ += static_cast<std::uint64_t>(machineStallShare_ * seconds * 1e6);
+  for (auto& [path, c] : cgroups_) {
+    c.usage += nanoseconds(static_cast<std::int64_t>(static_cast<double>(d.count()) * c.cpuShare));
+    c.stallUsec += static_cast<std::uint64_t>(c.stallShare * seconds * 1e6);
+  }
+}
+
+std::optional<Error> SimMachine::fault(const std::string& what) {
+  ++reads[what];
+  auto it = readFaults_.find(what);
+  if (it == readFaults_.end() || it->second.second <= 0) return std::nullopt;
+  --it->second.second;
+  return errnoError(it->second.first, "injected " + what);
+}
+
+const SimCgroup* SimMachine::find(const CgroupRef& ref) const {
+  auto it = cgroups_.find(std::string(ref.path));
+  if (it == cgroups_.end() || (ref.inode != 0 && it->second.inode != ref.inode)) return nullptr;
+  return &it->second;
+}
+
+Result<controller::CpuReading> SimMachine::cpu() {
+  advance();
+  if (auto f = fault("cpu")) return *f;
+  return controller::CpuReading{busy_, total_};
+}
+
+Result<proc::Meminfo> SimMachine::meminfo() {
+  advance();
+  if (auto f = fault("meminfo")) return *f;
+  proc::Meminfo m;
+  m.memTotal = memTotal_;
+  m.inactiveFile = subtreeFile("");
+  m.memFree = memTotal_ - std::min(memTotal_, m.inactiveFile);
+  return m;
+}
+
+Result<std::uint64_t> SimMachine::machineRefaults() {
+  advance();
+  if (auto f = fault("vmstat")) return *f;
+  std::uint64_t sum = 0;
+  for (const auto& [p, c] : cgroups_)
+    sum += c.refaults;
+  return sum;
+}
+
+Result<cgroup::Tree> SimMachine::tree() {
+  if (auto f = fault("tree")) return *f;
+  cgroup::Tree t;
+  std::map<std::string, int> index;
+  // std::map orders "a" < "a/b" < "a/c" < "b": pre-order, parents first.
+  for (const auto& [path, c] : cgroups_) {
+    cgroup::TreeNode n;
+    n.path = path;
+    n.inode = c.inode;
+    n.parent = path.empty() ? -1 : index.at(parentOf(path));
+    index[path] = static_cast<int>(t.nodes.size());
+    if (n.parent >= 0) t.nodes[static_cast<std::size_t>(n.parent)].children.push_back(index[path]);
+    t.nodes.push_back(n);
+  }
+  return t;
+}
+
+Result<controller::MemoryReading> SimMachine::memory(const CgroupRef& ref) {
+  advance();
+  if (auto f = fault("memory")) return *f;
+  if (!find(ref)) return errnoError(ENOENT, "gone");
+  std::uint64_t refaults = 0;
+  for (const auto& [p, c] : cgroups_)
+    if (inside(p, std::string(ref.path))) refaults += c.refaults;
+  return controller::MemoryReading{subtreeFile(std::string(ref.path)), refaults};
+}
+
+Result<nanoseconds> SimMachine::cgroupCpu(const CgroupRef& ref) {
+  advance();
+  if (auto f = fault("cpu.stat")) return *f;
+  if (!find(ref)) return errnoError(ENOENT, "gone");
+  nanoseconds sum{0};
+  for (const auto& [p, c] : cgroups_)
+    if (inside(p, std::string(ref.path))) sum += c.usage;
+  return sum;
+}
+
+Result<std::uint64_t> SimMachine::pressureTotal(ScopeId scope) {
+  advance();
+  if (auto f = fault("pressure")) return *f;
+  if (scope == controller::kMachineScope) return machineStallUsec_;
+  const controller::TargetState* t = engine_ ? engine_->target(scope) : nullptr;
+  if (!t || !find(t->ref())) return errnoError(ENOENT, "gone");
+  return cgroups_.at(t->path).stallUsec;
+}
+
+// Reclaims `bytes` from the subtree of `path`: its own cache first, then its children's.
+std::uint64_t SimMachine::take(const std::string& path, std::uint64_t bytes) {
+  std::uint64_t taken = 0;
+  for (auto& [p, c] : cgroups_) {
+    if (!inside(p, path) || taken >= bytes) continue;
+    const std::uint64_t got = std::min(c.file, bytes - taken);
+    c.file -= got;
+    taken += got;
+  }
+  return taken;
+}
+
+cgroup::ReclaimWrite SimMachine::reclaim(const CgroupRef& ref, std::uint64_t bytes, cgroup::ReclaimFormat) {
+  advance();
+  if (beforeWrite && find(ref)) beforeWrite(std::string(ref.path), bytes);
+  writes_.push_back(Write{clock_.now(), std::string(ref.path), bytes});
+  clock_.advance(writeTime_);
+  advance();
+  // The writer's memstall is charged to its cgroup, and so to the machine's total.
+  machineStallUsec_ += static_cast<std::uint64_t>(duration_cast<microseconds>(writeTime_).count());
+  if (!find(ref)) return cgroup::ReclaimWrite{cgroup::ReclaimStatus::Gone, ENOENT, writeTime_};
+  if (!faults_.empty()) {
+    const auto [status, err] = faults_.front();
+    faults_.pop_front();
+    if (status == cgroup::ReclaimStatus::Partial) take(std::string(ref.path), bytes / 2);
+    return cgroup::ReclaimWrite{status, err, writeTime_};
+  }
+  const auto want = static_cast<std::uint64_t>(static_cast<double>(bytes) * overshoot_);
+  const std::uint64_t got = take(std::string(ref.path), want);
+  if (got < bytes) return cgroup::ReclaimWrite{cgroup::ReclaimStatus::Partial, EAGAIN, writeTime_};
+  return cgroup::ReclaimWrite{cgroup::ReclaimStatus::Done, 0, writeTime_};
+}
+
+Result<void> SimMachine::dropCaches() {
+  ++drops;
+  for (auto& [p, c] : cgroups_)
+    c.file = 0;
+  return {};
+}
+
+Result<void> SimMachine::compact() {
+  ++compactions;
+  return {};
+}
+
+int runUntil(controller::Engine& engine, SimMachine& sim, ManualClock& clock, TimePoint until,
+             const std::function<bool()>& stop) {
+  sim.bind(engine);
+  int turns = 0;
+  while (clock.now() < until) {
+    const controller::Plan plan = controller::runTurn(engine, sim, sim, clock, clock.now());
+    ++turns;
+    if (stop && stop()) break;
+    clock.set(std::min(plan.wake, until));
+    if (plan.wake >= until) break;
+  }
+  return turns;
+}
+
+}  // namespace reclaimd::testing
