@@ -1,0 +1,127 @@
+// Per-cgroup rules in the engine's scenarios: cgroups judged by their own CPU, protection,
+// cgroups coming and going, reloads.
+#include <gtest/gtest.h>
+
+#include "tests/unit/EngineHarness.h"
+
+namespace reclaimd::testing {
+namespace {
+
+using namespace std::chrono_literals;
+
+constexpr const char* kRules = R"(rules:
+  - match: build.slice
+    idle_source: cgroup
+    floor: 32M
+  - match: editor.slice
+    idle_source: cgroup
+  - match: user.slice/**
+    mode: disabled
+)";
+
+class EngineRulesTest : public EngineHarness {
+ protected:
+  std::size_t writesTo(const std::string& path) const {
+    std::size_t n = 0;
+    for (const Write& w : sim_.writes())
+      n += w.path == path ? 1 : 0;
+    return n;
+  }
+};
+
+TEST_F(EngineRulesTest, AnIdleCgroupIsReclaimedWhileAnotherAndTheMachineAreBusy) {
+  sim_.setMachineBusy(0.6);  // machine-wide idleness never comes
+  sim_.addCgroup("build.slice", 400 * kMiB);
+  sim_.addCgroup("editor.slice", 200 * kMiB);
+  sim_.addCgroup("user.slice", 300 * kMiB);
+  sim_.addCgroup("user.slice/session-1.scope", 300 * kMiB);
+  sim_.cgroup("editor.slice").cpuShare = 0.1;  // a language server ticking
+  start(kRules);
+  ASSERT_TRUE(runUntil([&] { return writesTo("build.slice") > 0; }, 3min));
+  EXPECT_LE(elapsed(), 121s) << "after build.slice's own 2-minute grace";
+  run(2min);
+  EXPECT_NEAR(static_cast<double>(sim_.subtreeFile("build.slice")) / kMiB, 32, 1) << "down to its rule's floor";
+  EXPECT_EQ(writesTo("editor.slice"), 0u) << "busy: never written";
+  for (const Write& w : sim_.writes()) {
+    EXPECT_NE(w.path, "") << "never through the root: user.slice is protected";
+    EXPECT_EQ(w.path.rfind("user.slice", 0), std::string::npos) << "disabled: never written";
+  }
+  EXPECT_EQ(count("idle_entered"), 0u) << "the machine itself was never idle";
+  sim_.cgroup("editor.slice").cpuShare = 0;  // the editor stops: idle after its own grace
+  EXPECT_TRUE(runUntil([&] { return writesTo("editor.slice") > 0; }, 3min));
+}
+
+TEST_F(EngineRulesTest, CgroupsComingAndGoingDuringPassesAreHandled) {
+  sim_.setMachineBusy(0.6);
+  sim_.addCgroup("build.slice", 400 * kMiB);
+  start(kRules);
+  for (int round = 0; round < 300; ++round) {
+    for (int i = 0; i < 20; ++i) {
+      const std::string job = "build.slice/job" + std::to_string(i);
+      if ((i + round) % 3 == 0)
+        sim_.removeCgroup(job);
+      else if (!sim_.has(job))
+        sim_.addCgroup(job, 10 * kMiB);
+    }
+    if (round % 7 == 0) sim_.queueWriteStatus(cgroup::ReclaimStatus::Gone, ENOENT);  // gone mid-step
+    run(1s);
+  }
+  EXPECT_GT(writesTo("build.slice"), 0u);
+  EXPECT_EQ(count("walk_failed"), 0u);
+}
+
+TEST_F(EngineRulesTest, ACgroupMadeAgainUnderItsOldNameStartsAfresh) {
+  sim_.setMachineBusy(0.6);
+  sim_.addCgroup("build.slice", 400 * kMiB);
+  start(kRules);
+  ASSERT_TRUE(runUntil([&] { return count("target_idle") == 1; }, 3min));
+  const std::uint32_t id = engine_->targets().front().id;
+  sim_.removeCgroup("build.slice");
+  sim_.addCgroup("build.slice", 400 * kMiB);  // a new inode
+  run(10s);
+  ASSERT_EQ(engine_->targets().size(), 1u);  // the root mixes rules: reclaimd descends to build.slice
+  const auto& t = engine_->targets().front();
+  EXPECT_EQ(t.path, "build.slice");
+  EXPECT_NE(t.id, id) << "a new cgroup: new state";
+  EXPECT_FALSE(t.idle) << "its grace period starts over";
+}
+
+TEST_F(EngineRulesTest, AReloadKeepsTargetsAndTheirHistories) {
+  sim_.setMachineBusy(0.6);
+  sim_.addCgroup("build.slice", 400 * kMiB);
+  start(kRules);
+  ASSERT_TRUE(runUntil([&] { return count("target_idle") == 1; }, 3min));
+  const std::uint32_t id = engine_->targets().front().id;
+  engine_->setPolicy(*policies::parsePolicy(kRules, "policy.yaml"));
+  run(2s);
+  EXPECT_EQ(engine_->targets().front().id, id);
+  EXPECT_TRUE(engine_->targets().front().idle) << "no new grace period after a reload";
+  EXPECT_EQ(count("target_busy"), 0u);
+}
+
+TEST_F(EngineRulesTest, RulesNeverFallBackToDropCaches) {
+  sim_.addCgroup("build.slice", 400 * kMiB);
+  start(kRules);
+  Capabilities caps = fullCapabilities();
+  caps.reclaimWritable = false;
+  caps.reclaimProblem = "no memory.reclaim";
+  engine_->setCapabilities(caps, "test");
+  EXPECT_TRUE(engine_->mode().unusable);
+  EXPECT_NE(engine_->mode().reason.find("per-cgroup rules cannot fall back to drop_caches"), std::string::npos);
+  run(5min);
+  EXPECT_EQ(sim_.drops, 0);
+  EXPECT_TRUE(sim_.writes().empty());
+}
+
+TEST_F(EngineRulesTest, DisabledModeWatchesOnly) {
+  sim_.addCgroup("work", 600 * kMiB);
+  start("mode: disabled\n");
+  run(10min);
+  EXPECT_TRUE(sim_.writes().empty());
+  EXPECT_EQ(sim_.drops, 0);
+  EXPECT_EQ(sim_.compactions, 0);
+  EXPECT_EQ(count("idle_entered"), 1u) << "it still watches";
+}
+
+}  // namespace
+}  // namespace reclaimd::testing
