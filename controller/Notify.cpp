@@ -1,50 +1,48 @@
 #include "controller/Notify.h"
 
-#include <systemd/sd-daemon.h>
-
 #include <cstdint>
 #include <cstdlib>
 #include <ctime>
 
+#include "base/Systemd.h"
+
 namespace reclaimd::controller {
 
 Notifier::Notifier() {
-  std::uint64_t usec = 0;
-  // unset_environment=0: a child (there are none) would see it too; harmless.
-  if (sd_watchdog_enabled(0, &usec) > 0 && usec > 0) interval_ = std::chrono::microseconds(usec / 2);
+  if (auto usec = sdWatchdog()) interval_ = *usec / 2;
   const char* socket = std::getenv("NOTIFY_SOCKET");
   enabled_ = socket != nullptr && *socket != '\0';
 }
 
 void Notifier::ready(const std::string& text) {
   lastStatus_ = text;
-  sd_notifyf(0, "READY=1\nSTATUS=%s", text.c_str());
+  (void)sdNotify("READY=1\nSTATUS=" + text);
 }
 
 void Notifier::reloading() {
   // MONOTONIC_USEC lets systemd 253+ (Type=notify-reload) match the reload; older ones ignore it.
   timespec ts{};
   clock_gettime(CLOCK_MONOTONIC, &ts);
-  sd_notifyf(
-      0, "RELOADING=1\nMONOTONIC_USEC=%llu",
-      static_cast<unsigned long long>(ts.tv_sec) * 1000000ULL + static_cast<unsigned long long>(ts.tv_nsec) / 1000);
+  (void)sdNotify("RELOADING=1\nMONOTONIC_USEC=" +
+                 std::to_string(static_cast<unsigned long long>(ts.tv_sec) * 1000000ULL +
+                                static_cast<unsigned long long>(ts.tv_nsec) / 1000));
 }
 
 void Notifier::stopping() {
-  sd_notify(0, "STOPPING=1");
+  (void)sdNotify("STOPPING=1");
 }
 
 void Notifier::status(const std::string& text) {
   if (text == lastStatus_) return;
   lastStatus_ = text;
-  sd_notifyf(0, "STATUS=%s", text.c_str());
+  (void)sdNotify("STATUS=" + text);
 }
 
 void Notifier::watchdog(TimePoint now) {
   if (!interval_) return;
   if (lastPing_ && now - *lastPing_ < *interval_ / 2) return;
   lastPing_ = now;
-  sd_notify(0, "WATCHDOG=1");
+  (void)sdNotify("WATCHDOG=1");
 }
 
 std::optional<TimePoint> Notifier::watchdogDeadline() const {
