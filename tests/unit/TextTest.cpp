@@ -1,11 +1,13 @@
-// The one line splitter and field splitter, and checked counter arithmetic.
+// The one line splitter and field splitter, checked counter arithmetic, and the fd limit.
 #include <gtest/gtest.h>
+#include <sys/resource.h>
 
 #include <limits>
 #include <string>
 #include <vector>
 
 #include "base/Checked.h"
+#include "base/Limits.h"
 #include "base/Text.h"
 
 namespace reclaimd {
@@ -106,6 +108,40 @@ TEST(Checked, Nanoseconds) {
   auto edge = checkedNanoseconds(std::numeric_limits<std::int64_t>::max(), 1ns, "x");
   ASSERT_TRUE(edge.ok());
   EXPECT_EQ(edge->count(), std::numeric_limits<std::int64_t>::max());
+}
+
+// Lowers the soft limit for one test and puts it back: the hard limit is never touched, so
+// the lowering can be undone without privilege.
+class SoftFdLimit {
+ public:
+  explicit SoftFdLimit(rlim_t soft) {
+    ::getrlimit(RLIMIT_NOFILE, &saved_);
+    rlimit lowered = saved_;
+    lowered.rlim_cur = soft;
+    ok_ = ::setrlimit(RLIMIT_NOFILE, &lowered) == 0;
+  }
+  ~SoftFdLimit() { ::setrlimit(RLIMIT_NOFILE, &saved_); }
+  bool ok() const { return ok_; }
+  rlim_t hard() const { return saved_.rlim_max; }
+
+ private:
+  rlimit saved_{};
+  bool ok_ = false;
+};
+
+TEST(Limits, RaisesTheSoftFdLimitToTheHardOne) {
+  SoftFdLimit low(64);
+  ASSERT_TRUE(low.ok());
+  ASSERT_GT(low.hard(), 64u) << "the hard limit must be above 64 for this test to mean anything";
+  auto raised = raiseFdLimit();
+  ASSERT_TRUE(raised.ok()) << raised.error().message();
+  EXPECT_EQ(*raised, low.hard());
+  rlimit now{};
+  ASSERT_EQ(::getrlimit(RLIMIT_NOFILE, &now), 0);
+  EXPECT_EQ(now.rlim_cur, low.hard());
+  auto again = raiseFdLimit();
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(*again, low.hard()) << "already at the hard limit: unchanged";
 }
 
 }  // namespace
