@@ -103,7 +103,7 @@ void probeTriggers(const Paths& paths, Capabilities& caps) {
 }
 
 bool openableForWrite(const std::string& path, std::string* problem) {
-  auto fd = openAt(AT_FDCWD, path, O_WRONLY);
+  auto fd = openRegular(AT_FDCWD, path, O_WRONLY);
   if (!fd && problem) *problem = fd.error().message();
   return fd.ok();
 }
