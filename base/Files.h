@@ -18,14 +18,30 @@ inline constexpr std::size_t kMaxKernelFileBytes = 1 << 20;
 // O_CLOEXEC added to `flags`. Errors carry the errno and the path.
 Result<UniqueFd> openAt(int dirFd, const std::string& path, int flags);
 
-// Reads a whole (small) file. Errors: the open/read errno, or EFBIG past kMaxKernelFileBytes.
-Result<std::string> readFileAt(int dirFd, const std::string& path);
+// Whether the last component of a path may be a symlink. Only the last: /proc/self is one,
+// and the roots the caller gave are trusted.
+enum class LastSymlink { Refuse, Follow };
+
+// Opens a kernel or cgroup control file (or the policy): O_NOFOLLOW (unless `symlink` is
+// Follow), O_NONBLOCK and O_CLOEXEC are added to `flags`, then fstat must say it is a regular
+// file, so a symlink planted as memory.reclaim is not followed out of the cgroup root and a
+// FIFO cannot block the loop. O_NONBLOCK only guards the open: it is cleared again unless
+// `flags` asked for it, so a kernel that honours it on writes (as 6.x does for memory.max)
+// does not turn a reclaim request into a no-op. Errors: the open errno (ENOENT/ENODEV: gone);
+// Errc::Refused for a symlink, FIFO, socket, device or directory.
+// `shownAs` names the file in messages when `path` alone is not enough ("a/b/memory.reclaim").
+Result<UniqueFd> openRegular(int dirFd, const std::string& path, int flags, LastSymlink symlink = LastSymlink::Refuse,
+                             std::string_view shownAs = {});
+
+// Reads a whole (small) regular file, opened by openRegular. Errors: the open/read errno,
+// Errc::Refused, or EFBIG past kMaxKernelFileBytes.
+Result<std::string> readFileAt(int dirFd, const std::string& path, LastSymlink symlink = LastSymlink::Refuse);
 
 // One write of `data` at offset 0 to an open fd. Returns the errno of a failed or short write;
 // kernel control files take a request in one write.
 Result<void> writeAll(int fd, std::string_view data, const std::string& what);
 
-// Opens, writes `data` once, closes.
+// Opens with openRegular, writes `data` once, closes.
 Result<void> writeFileAt(int dirFd, const std::string& path, std::string_view data);
 
 // A file kept open and re-read with pread: opening a file allocates kernel memory, which is
@@ -35,7 +51,8 @@ class KeptFile {
   KeptFile() = default;
   KeptFile(UniqueFd fd, std::string path) : fd_(std::move(fd)), path_(std::move(path)) {}
 
-  static Result<KeptFile> open(int dirFd, const std::string& path);
+  // Opens a regular file for reading (openRegular; `shownAs` as there). Errors: as openRegular.
+  static Result<KeptFile> open(int dirFd, const std::string& path, std::string_view shownAs = {});
 
   // Reads the file from offset 0. The view is valid until the next read().
   Result<std::string_view> read();

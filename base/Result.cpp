@@ -11,6 +11,7 @@ class Category final : public std::error_category {
     switch (static_cast<Errc>(value)) {
       case Errc::Parse: return "malformed input";
       case Errc::Invalid: return "invalid value";
+      case Errc::Refused: return "refused: not a regular file";
     }
     return "unknown";
   }
@@ -38,6 +39,10 @@ Error parseError(std::string context) {
 
 Error invalidError(std::string context) {
   return Error{make_error_code(Errc::Invalid), std::move(context)};
+}
+
+Error refusedError(std::string context) {
+  return Error{make_error_code(Errc::Refused), std::move(context)};
 }
 
 }  // namespace reclaimd

@@ -15,6 +15,7 @@ namespace reclaimd {
 enum class Errc {
   Parse = 1,    // malformed kernel or config text
   Invalid = 2,  // a value out of range, a rule that contradicts another
+  Refused = 3,  // a file that is not a regular file (a symlink, FIFO, device): never opened
 };
 const std::error_category& reclaimdCategory();
 inline std::error_code make_error_code(Errc e) {
@@ -28,7 +29,8 @@ struct Error {
   // "context: reason" for errno errors, the context alone for Errc ones: the form every log
   // line and CLI message uses.
   std::string message() const;
-  int errnoValue() const { return code.value(); }
+  // The errno, or 0 for an Errc error (whose small values would read as EPERM, ENOENT...).
+  int errnoValue() const { return code.category() == reclaimdCategory() ? 0 : code.value(); }
 };
 
 // An Error from an errno value, e.g. errnoError(errno, "write " + path).
@@ -37,6 +39,8 @@ Error errnoError(int err, std::string context);
 Error parseError(std::string context);
 // An Error for a bad value or combination of values.
 Error invalidError(std::string context);
+// An Error for a file refused for what it is (a symlink, a FIFO): not "gone", not retried.
+Error refusedError(std::string context);
 
 template <typename T>
 class [[nodiscard]] Result {

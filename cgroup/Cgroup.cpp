@@ -22,8 +22,8 @@ Result<Cgroup> Cgroup::open(int rootFd, std::string path) {
 
 Result<std::string_view> Cgroup::readKept(std::optional<KeptFile>& file, const char* name) {
   if (!file) {
-    auto opened = KeptFile::open(dir_.get(), name);
-    if (!opened) return Error{opened.error().code, "open " + label() + "/" + name};
+    auto opened = KeptFile::open(dir_.get(), name, label() + "/" + name);
+    if (!opened) return opened.error();
     file = std::move(*opened);
   }
   auto text = file->read();
@@ -47,13 +47,12 @@ Result<CpuStat> Cgroup::cpuStat() {
   return parsed;
 }
 
-Result<ReclaimFile*> Cgroup::reclaimFile() {
-  if (!reclaim_) {
-    auto file = ReclaimFile::open(dir_.get(), label());
-    if (!file) return file.error();
-    reclaim_ = std::move(*file);
-  }
-  return &*reclaim_;
+Result<ReclaimFile> Cgroup::openReclaim() const {
+  return ReclaimFile::open(dir_.get(), label());
+}
+
+int Cgroup::openFiles() const {
+  return (dir_ ? 1 : 0) + (memoryStat_ ? 1 : 0) + (cpuStat_ ? 1 : 0);
 }
 
 }  // namespace reclaimd::cgroup

@@ -1,5 +1,8 @@
-// One cgroup's files, kept open for as long as reclaimd tracks the cgroup: its directory,
-// memory.stat and cpu.stat (re-read with pread), memory.reclaim (opened on first use).
+// One cgroup's files. Kept open for as long as reclaimd tracks the cgroup: its directory and
+// memory.stat (read every tick, re-read with pread), so two fds per target; cpu.stat only once
+// asked for (targets whose idle source is the cgroup's own CPU). memory.reclaim is opened for
+// a step and closed after it (openReclaim): steps are seconds apart at most once per target,
+// and a thousand targets holding it open were a thousand fds.
 #pragma once
 
 #include <cstdint>
@@ -25,11 +28,19 @@ class Cgroup {
   std::uint64_t inode() const { return inode_; }
   int dirFd() const { return dir_.get(); }
 
-  // Errors: read errno (ENOENT/ENODEV when the cgroup was removed) or Errc::Parse.
+  // Errors: the open or read errno (ENOENT/ENODEV when the cgroup was removed),
+  // Errc::Refused (not a regular file), Errc::Parse or EOVERFLOW from the parser.
   Result<MemoryStat> memoryStat();
+  // cpu.stat, opened on first use and kept. Errors: as memoryStat.
   Result<CpuStat> cpuStat();
-  // memory.reclaim, opened on first use. Errors: the open errno.
-  Result<ReclaimFile*> reclaimFile();
+  // Closes cpu.stat (a target whose idle source no longer needs it).
+  void closeCpuStat() { cpuStat_.reset(); }
+  // memory.reclaim, opened for one step: the caller keeps the ReclaimFile for the step's
+  // chunks and drops it after. Errors: the open errno (ENOENT/ENODEV: gone), Errc::Refused
+  // (a symlink or FIFO planted as memory.reclaim).
+  Result<ReclaimFile> openReclaim() const;
+  // Files this object holds open now (the directory included): what the fd budget counts.
+  int openFiles() const;
 
  private:
   Cgroup(UniqueFd dir, std::string path, std::uint64_t inode)
@@ -40,7 +51,6 @@ class Cgroup {
   std::string path_;
   std::uint64_t inode_ = 0;
   std::optional<KeptFile> memoryStat_, cpuStat_;
-  std::optional<ReclaimFile> reclaim_;
 };
 
 // True for the errnos that mean "this cgroup was removed": skip it quietly.

@@ -1,5 +1,7 @@
 #include "cgroup/Mountinfo.h"
 
+#include "base/Text.h"
+
 namespace reclaimd::cgroup {
 
 namespace {
@@ -20,48 +22,34 @@ std::string unescape(std::string_view field) {
   return out;
 }
 
-std::vector<std::string_view> splitSpaces(std::string_view line) {
-  std::vector<std::string_view> out;
-  std::size_t pos = 0;
-  while (pos < line.size()) {
-    std::size_t begin = line.find_first_not_of(' ', pos);
-    if (begin == std::string_view::npos) break;
-    std::size_t end = line.find(' ', begin);
-    if (end == std::string_view::npos) end = line.size();
-    out.push_back(line.substr(begin, end - begin));
-    pos = end;
-  }
-  return out;
-}
-
 }  // namespace
 
+// 36 35 98:0 / /sys/fs/cgroup rw,nosuid,nodev,noexec,relatime shared:9 - cgroup2 cgroup2 rw
 Result<std::vector<MountEntry>> parseMountinfo(std::string_view content) {
   std::vector<MountEntry> mounts;
   std::size_t lineNo = 0;
-  while (!content.empty()) {
-    std::size_t newline = content.find('\n');
-    std::string_view line = content.substr(0, newline);
-    content.remove_prefix(newline == std::string_view::npos ? content.size() : newline + 1);
+  for (std::string_view line : lines(content)) {
     ++lineNo;
     if (line.empty()) continue;
-    auto fields = splitSpaces(line);
+    // mountinfo escapes blanks inside fields (\040), so a space always separates two.
+    const Split split = fields(line, " ");
+    const std::vector<std::string_view> parts(split.begin(), split.end());
     // id parent major:minor root mountpoint options [optional...] - fstype source superopts
     std::size_t dash = 0;
-    for (std::size_t i = 6; i < fields.size(); ++i) {
-      if (fields[i] == "-") {
+    for (std::size_t i = 6; i < parts.size(); ++i) {
+      if (parts[i] == "-") {
         dash = i;
         break;
       }
     }
-    if (dash == 0 || dash + 1 >= fields.size()) {
+    if (dash == 0 || dash + 1 >= parts.size()) {
       return parseError("mountinfo line " + std::to_string(lineNo) + " is malformed: \"" + std::string(line) + "\"");
     }
     MountEntry entry;
-    entry.root = unescape(fields[3]);
-    entry.mountPoint = unescape(fields[4]);
-    entry.fsType = std::string(fields[dash + 1]);
-    entry.source = dash + 2 < fields.size() ? unescape(fields[dash + 2]) : std::string();
+    entry.root = unescape(parts[3]);
+    entry.mountPoint = unescape(parts[4]);
+    entry.fsType = std::string(parts[dash + 1]);
+    entry.source = dash + 2 < parts.size() ? unescape(parts[dash + 2]) : std::string();
     mounts.push_back(std::move(entry));
   }
   return mounts;
@@ -77,11 +65,9 @@ std::optional<MountEntry> findCgroup2(const std::vector<MountEntry>& mounts) {
   return first;
 }
 
+// 0::/system.slice/cron.service
 std::optional<std::string> parseProcCgroup(std::string_view content) {
-  while (!content.empty()) {
-    std::size_t newline = content.find('\n');
-    std::string_view line = content.substr(0, newline);
-    content.remove_prefix(newline == std::string_view::npos ? content.size() : newline + 1);
+  for (std::string_view line : lines(content)) {
     if (line.substr(0, 3) != "0::") continue;
     std::string_view path = line.substr(3);
     if (path.empty() || path.front() != '/') return std::nullopt;

@@ -50,8 +50,8 @@ const char* toString(ReclaimStatus status) {
 }
 
 Result<ReclaimFile> ReclaimFile::open(int dirFd, std::string label) {
-  auto fd = openAt(dirFd, kMemoryReclaim, O_WRONLY);
-  if (!fd) return errnoError(fd.error().errnoValue(), "open " + label + "/" + kMemoryReclaim);
+  auto fd = openRegular(dirFd, kMemoryReclaim, O_WRONLY, LastSymlink::Refuse, label + "/" + kMemoryReclaim);
+  if (!fd) return fd.error();
   return ReclaimFile(std::move(*fd), std::move(label));
 }
 

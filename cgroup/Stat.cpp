@@ -2,6 +2,8 @@
 
 #include <string>
 
+#include "base/Checked.h"
+#include "base/Text.h"
 #include "base/Units.h"
 
 namespace reclaimd::cgroup {
@@ -19,19 +21,13 @@ struct Field {
 // kernel adds some.
 template <std::size_t N>
 Result<void> parseFlatKeyed(std::string_view content, Field (&fields)[N], const char* file) {
-  while (!content.empty()) {
-    std::size_t newline = content.find('\n');
-    std::string_view line = content.substr(0, newline);
-    content.remove_prefix(newline == std::string_view::npos ? content.size() : newline + 1);
+  for (std::string_view line : lines(content)) {
     if (line.empty()) continue;
-    std::size_t space = line.find(' ');
-    if (space == std::string_view::npos) {
-      return parseError(std::string(file) + ": malformed line \"" + std::string(line) + "\"");
-    }
-    std::string_view key = line.substr(0, space);
+    auto keyed = splitOnce(line, ' ');
+    if (!keyed) return parseError(std::string(file) + ": malformed line \"" + std::string(line) + "\"");
     for (auto& field : fields) {
-      if (field.name != key) continue;
-      auto value = parseU64(line.substr(space + 1));
+      if (field.name != keyed->first) continue;
+      auto value = parseU64(keyed->second);
       if (!value) return parseError(std::string(file) + ": malformed line \"" + std::string(line) + "\"");
       *field.target = *value;
       field.seen = true;
@@ -45,6 +41,7 @@ Result<void> parseFlatKeyed(std::string_view content, Field (&fields)[N], const 
 
 }  // namespace
 
+// active_file 104857600
 Result<MemoryStat> parseMemoryStat(std::string_view content) {
   MemoryStat s;
   Field fields[] = {
@@ -58,15 +55,24 @@ Result<MemoryStat> parseMemoryStat(std::string_view content) {
   };
   auto parsed = parseFlatKeyed(content, fields, "memory.stat");
   if (!parsed) return parsed.error();
+  // fileCache() adds these: a parsed MemoryStat never makes it wrap.
+  if (!checkedAdd(s.activeFile, s.inactiveFile)) {
+    return errnoError(EOVERFLOW, "memory.stat: active_file + inactive_file overflows");
+  }
   return s;
 }
 
+// usage_usec 8734201
 Result<CpuStat> parseCpuStat(std::string_view content) {
   CpuStat s;
   Field fields[] = {{"usage_usec", &s.usageUsec, true}};
   auto parsed = parseFlatKeyed(content, fields, "cpu.stat");
   if (!parsed) return parsed.error();
   return s;
+}
+
+Result<std::chrono::nanoseconds> CpuStat::usage() const {
+  return checkedNanoseconds(usageUsec, std::chrono::microseconds(1), "cpu.stat usage_usec");
 }
 
 }  // namespace reclaimd::cgroup

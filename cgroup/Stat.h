@@ -1,6 +1,7 @@
 // memory.stat and cpu.stat of a cgroup: flat "key value" files.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <string_view>
 
@@ -23,11 +24,16 @@ struct MemoryStat {
 };
 
 // Parses memory.stat ("active_file 104857600" lines). active_file and inactive_file are
-// required; the rest default to 0. Errors: Errc::Parse naming the malformed line.
+// required; the rest default to 0. Errors: Errc::Parse naming the malformed line; EOVERFLOW
+// when active_file + inactive_file passes 2^64 (so fileCache() never wraps on its result).
 Result<MemoryStat> parseMemoryStat(std::string_view content);
 
 struct CpuStat {
   std::uint64_t usageUsec = 0;  // CPU time of the cgroup's tasks, microseconds, cumulative
+
+  // usageUsec as nanoseconds, checked: the controller never converts the raw count itself.
+  // Errors: EOVERFLOW past 2^63-1 ns (292 years; e.g. usage_usec=10^16).
+  Result<std::chrono::nanoseconds> usage() const;
 };
 
 // Parses cpu.stat ("usage_usec 8734201"). usage_usec is required (present with or without

@@ -40,49 +40,89 @@ Result<std::vector<Entry>> listDir(int fd) {
   return out;
 }
 
+bool goneErrno(int err) {
+  return err == ENOENT || err == ENODEV;
+}
+
+// The walk could not see below node `index` (EMFILE, ENFILE, EACCES, ENOMEM, maxNodes): its
+// subtree is unknown, which is not the same as gone. Decompose never writes at or above it.
+void markIncomplete(Tree& tree, int index, int err) {
+  TreeNode& node = tree.nodes[static_cast<std::size_t>(index)];
+  if (!node.incomplete) ++tree.incomplete;
+  node.incomplete = true;
+  if (tree.incompleteErrno == 0) tree.incompleteErrno = err;
+}
+
+// Adds `e` below node `parentIndex` and returns its index; -1 at maxNodes, where the rest of the
+// parent's children are not looked at and the parent is marked incomplete.
+int addNode(Tree& tree, int parentIndex, const Entry& e, std::size_t maxNodes) {
+  if (tree.nodes.size() >= maxNodes) {
+    tree.truncated = true;
+    markIncomplete(tree, parentIndex, 0);
+    return -1;
+  }
+  const TreeNode& parent = tree.nodes[static_cast<std::size_t>(parentIndex)];
+  TreeNode node;
+  node.path = parent.path.empty() ? e.name : parent.path + "/" + e.name;
+  node.inode = e.inode;
+  node.parent = parentIndex;
+  const int childIndex = static_cast<int>(tree.nodes.size());
+  tree.nodes[static_cast<std::size_t>(parentIndex)].children.push_back(childIndex);
+  tree.nodes.push_back(std::move(node));
+  return childIndex;
+}
+
 void walkChildren(Tree& tree, int fd, int index, std::size_t maxNodes);
+
+// Adds the subdirectory `e` of directory `fd` (node `index`) and its subtree.
+void addChild(Tree& tree, int fd, int index, const Entry& e, std::size_t maxNodes) {
+  // One fstatat says what an entry is and, for a directory, how many subdirectories it has:
+  // kernfs (cgroupfs) and tmpfs keep st_nlink at 2 + subdirectories. Most cgroups are leaves,
+  // and a leaf needs no open and no listing at all.
+  struct stat st {};
+  if (::fstatat(fd, e.name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
+    const int err = errno;
+    if (goneErrno(err)) {
+      ++tree.vanished;  // removed since the listing
+    } else if (e.type == DT_LNK) {
+      ++tree.symlinks;
+    } else {
+      // A cgroup we cannot see into.
+      if (const int unseen = addNode(tree, index, e, maxNodes); unseen >= 0) markIncomplete(tree, unseen, err);
+    }
+    return;
+  }
+  if (S_ISLNK(st.st_mode)) {
+    ++tree.symlinks;
+    return;
+  }
+  if (!S_ISDIR(st.st_mode)) return;
+  const int childIndex = addNode(tree, index, e, maxNodes);
+  if (childIndex < 0) return;
+  if (st.st_nlink == 2) return;  // a leaf (filesystems that report 1 for directories are listed)
+  int childFd = ::openat(fd, e.name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (childFd < 0) {
+    // Replaced by a symlink, or removed, since the fstatat: keep the node, skip its children.
+    // Anything else (out of fds, no permission) leaves its children unknown, not gone.
+    const int err = errno;
+    if (err == ELOOP || err == ENOTDIR) {
+      ++tree.symlinks;
+    } else if (goneErrno(err)) {
+      ++tree.vanished;
+    } else {
+      markIncomplete(tree, childIndex, err);
+    }
+    return;
+  }
+  UniqueFd child(childFd);
+  walkChildren(tree, child.get(), childIndex, maxNodes);
+}
 
 // Adds the subdirectories among `entries` (of directory `fd`, node `index`) and their subtrees.
 void addChildren(Tree& tree, int fd, int index, const std::vector<Entry>& entries, std::size_t maxNodes) {
   for (const Entry& e : entries) {
     if (e.type != DT_DIR && e.type != DT_UNKNOWN && e.type != DT_LNK) continue;  // control files
-    // One fstatat says what an entry is and, for a directory, how many subdirectories it has:
-    // kernfs (cgroupfs) and tmpfs keep st_nlink at 2 + subdirectories. Most cgroups are leaves,
-    // and a leaf needs no open and no listing at all.
-    struct stat st {};
-    if (::fstatat(fd, e.name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
-      ++tree.vanished;  // removed since the listing
-      continue;
-    }
-    if (S_ISLNK(st.st_mode)) {
-      ++tree.symlinks;
-      continue;
-    }
-    if (!S_ISDIR(st.st_mode)) continue;
-    if (tree.nodes.size() >= maxNodes) {
-      tree.truncated = true;
-      return;
-    }
-    const TreeNode& parent = tree.nodes[static_cast<std::size_t>(index)];
-    TreeNode node;
-    node.path = parent.path.empty() ? e.name : parent.path + "/" + e.name;
-    node.inode = e.inode;
-    node.parent = index;
-    const int childIndex = static_cast<int>(tree.nodes.size());
-    tree.nodes[static_cast<std::size_t>(index)].children.push_back(childIndex);
-    tree.nodes.push_back(std::move(node));
-    if (st.st_nlink == 2) continue;  // a leaf (filesystems that report 1 for directories are listed)
-    int childFd = ::openat(fd, e.name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (childFd < 0) {
-      // Replaced by a symlink, or removed, since the fstatat: keep the node, skip its children.
-      if (errno == ELOOP || errno == ENOTDIR)
-        ++tree.symlinks;
-      else
-        ++tree.vanished;
-      continue;
-    }
-    UniqueFd child(childFd);
-    walkChildren(tree, child.get(), childIndex, maxNodes);
+    addChild(tree, fd, index, e, maxNodes);
     if (tree.truncated) return;
   }
 }
@@ -90,8 +130,12 @@ void addChildren(Tree& tree, int fd, int index, const std::vector<Entry>& entrie
 void walkChildren(Tree& tree, int fd, int index, std::size_t maxNodes) {
   auto entries = listDir(fd);
   if (!entries) {
-    // The directory went away after we opened it: its children are gone with it.
-    ++tree.vanished;
+    const int err = entries.error().errnoValue();
+    if (goneErrno(err)) {
+      ++tree.vanished;  // the directory went away after we opened it: its children with it
+    } else {
+      markIncomplete(tree, index, err);
+    }
     return;
   }
   addChildren(tree, fd, index, *entries, maxNodes);

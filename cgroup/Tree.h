@@ -22,17 +22,24 @@ struct TreeNode {
   std::uint64_t inode = 0;  // the cgroup's identity: a cgroup made again under the same name is new
   int parent = -1;          // index of the parent node; -1 for the root
   std::vector<int> children;
+  // The walk could not list this cgroup (EMFILE, ENFILE, EACCES...) or stopped at maxNodes
+  // among its children: what lies below it is unknown, and no reclaim target may contain it.
+  bool incomplete = false;
 };
 
 struct Tree {
   std::vector<TreeNode> nodes;  // pre-order: a parent before its children; nodes[0] is the root
   std::size_t vanished = 0;     // cgroups removed while being walked (skipped quietly)
   std::size_t symlinks = 0;     // entries that are symlinks (never followed)
-  bool truncated = false;       // stopped at maxNodes
+  bool truncated = false;       // stopped at maxNodes (the node it stopped in is incomplete)
+  std::size_t incomplete = 0;   // nodes marked incomplete
+  int incompleteErrno = 0;      // the first errno that cut the walk (0: only maxNodes did)
 };
 
 // Walks every cgroup below the directory `rootFd`. Only a failure to read the root itself is
-// an error; anything below that vanishes mid-walk is skipped and counted.
+// an error; anything below that vanishes mid-walk (ENOENT/ENODEV) is skipped and counted, and a
+// directory that cannot be opened or listed for any other reason (EMFILE, ENFILE, EACCES...)
+// is kept as an incomplete node: its subtree is unknown, not gone.
 Result<Tree> walkTree(int rootFd, std::size_t maxNodes = 1'000'000);
 
 // Opens cgroup directory `path` (relative, "" for the root itself) below `rootFd`, one

@@ -10,13 +10,14 @@
 #include <cstring>
 #include <iostream>
 
+#include "base/Limits.h"
 #include "base/Log.h"
 #include "base/Units.h"
-#include "controller/shell/Daemon.h"
 #include "controller/Endpoints.h"
 #include "controller/ExitCodes.h"
 #include "controller/ModeChoice.h"
 #include "controller/Probe.h"
+#include "controller/shell/Daemon.h"
 #include "policies/Loader.h"
 #include "policies/Rules.h"
 #include "policies/Step.h"
@@ -55,6 +56,12 @@ int commandRun(const Common& c) {
   }
   auto level = parseLogLevel(c.logLevel);
   initLogging(level.value_or(spdlog::level::info));
+  // Each target keeps two files open (its directory and memory.stat): a node with thousands of
+  // cgroups needs more than the usual soft limit of 1024.
+  if (auto fds = raiseFdLimit(); fds)
+    spdlog::debug("event=fd_limit soft={}", *fds);
+  else
+    spdlog::warn("event=fd_limit error=\"{}\"", fds.error().message());
   auto policy = loadPolicy(c);
   if (!policy) {
     spdlog::error("event=config_invalid error=\"{}\"", policy.error().message());

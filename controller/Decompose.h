@@ -5,6 +5,9 @@
 // (a disabled child under a gradual parent) reclaimd descends and writes at the children, so a
 // protected cgroup is never reclaimed through its parent, and no cache is counted twice. Cache
 // charged to a mixed cgroup itself cannot be reached without reaching its children: it is left.
+// A node the walk could not list (TreeNode::incomplete) has an unknown subtree: its ancestors
+// count as mixed, and no target is chosen at or below it, so a protected cgroup the walk did
+// not see is never reclaimed through an ancestor.
 #pragma once
 
 #include <vector>

@@ -7,6 +7,7 @@
 
 #include "base/Files.h"
 #include "cgroup/ControlFiles.h"
+#include "cgroup/Controllers.h"
 #include "cgroup/Libcgroup.h"
 #include "cgroup/Mountinfo.h"
 #include "cgroup/Reclaim.h"
@@ -54,14 +55,7 @@ void probeCgroup(const Paths& paths, Capabilities& caps) {
   if (!controllers) {
     caps.cgroupProblem = caps.cgroupRoot + ": " + controllers.error().message();
   } else {
-    std::string_view list = *controllers;
-    // Space-separated words; "memory" must be a whole word.
-    for (std::size_t pos = 0; pos < list.size();) {
-      std::size_t end = list.find_first_of(" \n", pos);
-      if (end == std::string_view::npos) end = list.size();
-      if (list.substr(pos, end - pos) == "memory") caps.memoryController = true;
-      pos = end + 1;
-    }
+    caps.memoryController = cgroup::hasController(*controllers, "memory");
     if (!caps.memoryController) {
       caps.cgroupProblem = "the memory controller is not on the cgroup2 hierarchy at " + caps.cgroupRoot +
                            " (a hybrid mount keeps it on cgroup v1)";
@@ -109,7 +103,7 @@ void probeTriggers(const Paths& paths, Capabilities& caps) {
 }
 
 bool openableForWrite(const std::string& path, std::string* problem) {
-  auto fd = openAt(AT_FDCWD, path, O_WRONLY);
+  auto fd = openRegular(AT_FDCWD, path, O_WRONLY);
   if (!fd && problem) *problem = fd.error().message();
   return fd.ok();
 }

@@ -2,6 +2,8 @@
 
 #include <optional>
 
+#include "base/Checked.h"
+#include "base/Text.h"
 #include "base/Units.h"
 
 namespace reclaimd::proc {
@@ -12,16 +14,17 @@ namespace {
 std::optional<std::uint64_t> parseKb(std::string_view rest) {
   std::size_t begin = rest.find_first_not_of(' ');
   if (begin == std::string_view::npos) return std::nullopt;
-  rest.remove_prefix(begin);
-  std::size_t space = rest.find(' ');
-  if (space == std::string_view::npos || rest.substr(space) != " kB") return std::nullopt;
-  auto kb = parseU64(rest.substr(0, space));
-  if (!kb || *kb > UINT64_MAX / kKiB) return std::nullopt;
-  return *kb * kKiB;
+  auto number = splitOnce(rest.substr(begin), ' ');
+  if (!number || number->second != "kB") return std::nullopt;
+  auto kb = parseU64(number->first);
+  if (!kb) return std::nullopt;
+  return checkedMul(*kb, kKiB);
 }
 
 }  // namespace
 
+// MemTotal:       16303412 kB
+// Active(file):    2817064 kB
 Result<Meminfo> parseMeminfo(std::string_view content) {
   Meminfo m;
   struct Field {
@@ -36,18 +39,16 @@ Result<Meminfo> parseMeminfo(std::string_view content) {
       {"SReclaimable", &m.sReclaimable, true, false}, {"Shmem", &m.shmem, false, false},
       {"SwapTotal", &m.swapTotal, false, false},      {"SwapFree", &m.swapFree, false, false},
   };
-  while (!content.empty()) {
-    std::size_t newline = content.find('\n');
-    std::string_view line = content.substr(0, newline);
-    content.remove_prefix(newline == std::string_view::npos ? content.size() : newline + 1);
-    std::size_t colon = line.find(':');
-    if (colon == std::string_view::npos) continue;
-    std::string_view name = line.substr(0, colon);
+  for (std::string_view line : lines(content)) {
+    auto named = splitOnce(line, ':');
+    if (!named) continue;
     for (auto& field : fields) {
-      if (field.name != name) continue;
-      auto bytes = parseKb(line.substr(colon + 1));
-      if (!bytes)
-        return parseError("/proc/meminfo: malformed " + std::string(name) + " line: \"" + std::string(line) + "\"");
+      if (field.name != named->first) continue;
+      auto bytes = parseKb(named->second);
+      if (!bytes) {
+        return parseError("/proc/meminfo: malformed " + std::string(named->first) + " line: \"" + std::string(line) +
+                          "\"");
+      }
       *field.target = *bytes;
       field.seen = true;
     }
@@ -56,6 +57,10 @@ Result<Meminfo> parseMeminfo(std::string_view content) {
     if (field.required && !field.seen) return parseError("/proc/meminfo: missing " + std::string(field.name));
   }
   if (m.memFree > m.memTotal) return parseError("/proc/meminfo: MemFree is larger than MemTotal");
+  // fileCache() and reclaimable() add these: a parsed Meminfo never makes them wrap.
+  if (!checkedSum({m.activeFile, m.inactiveFile, m.sReclaimable})) {
+    return errnoError(EOVERFLOW, "/proc/meminfo: Active(file) + Inactive(file) + SReclaimable overflows");
+  }
   return m;
 }
 

@@ -31,7 +31,9 @@ struct Meminfo {
 // Parses /proc/meminfo ("MemTotal:       16303412 kB" lines). MemTotal, MemFree,
 // Active(file), Inactive(file) and SReclaimable are required; Shmem, SwapTotal and SwapFree
 // default to 0. Unknown lines are ignored (the file grows with every kernel). Errors: Errc::Parse
-// naming the missing or malformed field.
+// naming the missing or malformed field (a size whose bytes do not fit in 64 bits is malformed);
+// EOVERFLOW when the sum behind reclaimable() does not fit (so fileCache(), reclaimable() and
+// used() never wrap on a parsed Meminfo).
 Result<Meminfo> parseMeminfo(std::string_view content);
 
 }  // namespace reclaimd::proc

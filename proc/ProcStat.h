@@ -1,6 +1,7 @@
 // The aggregate `cpu` line of /proc/stat.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <string_view>
 
@@ -24,7 +25,20 @@ struct CpuTimes {
 //   cpu  10132153 290696 3084719 46828483 16683 0 25195 0 175628 0
 // The line must start with "cpu " and end with a newline (a truncated read is an error, not a
 // smaller number), and hold at least user, nice, system and idle; later fields, absent on
-// very old kernels, count as 0. Errors: Errc::Parse with what was wrong.
+// very old kernels, count as 0. Errors: Errc::Parse with what was wrong; EOVERFLOW when the
+// ticks add up to more than 2^64 (so busy(), idleAll() and total() never wrap on its result).
 Result<CpuTimes> parseProcStat(std::string_view content);
+
+// CPU time as std::chrono durations: what the idle detector compares.
+struct CpuTime {
+  std::chrono::nanoseconds busy{0};
+  std::chrono::nanoseconds total{0};
+};
+
+// `times`' busy() and total() in nanoseconds, `tick` being one USER_HZ tick
+// (1 s / sysconf(_SC_CLK_TCK)): the controller never multiplies raw ticks itself. Errors:
+// EOVERFLOW when a sum passes 2^64 ticks or the time passes 2^63-1 ns (292 years of CPU time,
+// e.g. user=10^12 ticks of 10 ms).
+Result<CpuTime> cpuTime(const CpuTimes& times, std::chrono::nanoseconds tick);
 
 }  // namespace reclaimd::proc

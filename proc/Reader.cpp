@@ -37,12 +37,4 @@ Result<std::uint64_t> Reader::refaults() {
   return parseRefaultFile(*text);
 }
 
-Result<std::chrono::nanoseconds> ticksToTime(std::uint64_t ticks, std::chrono::nanoseconds tick) {
-  std::int64_t ns = 0;
-  if (tick.count() < 0 || ticks > static_cast<std::uint64_t>(INT64_MAX) ||
-      __builtin_mul_overflow(static_cast<std::int64_t>(ticks), tick.count(), &ns))
-    return errnoError(EOVERFLOW, "CPU time counter too large");
-  return std::chrono::nanoseconds(ns);
-}
-
 }  // namespace reclaimd::proc

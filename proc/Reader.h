@@ -3,7 +3,6 @@
 // vmstat on first use.
 #pragma once
 
-#include <chrono>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -32,9 +31,5 @@ class Reader {
   KeptFile stat_, meminfo_;
   std::optional<KeptFile> vmstat_;
 };
-
-// CPU ticks as time: `ticks` x `tick`. Errors: EOVERFLOW when it does not fit (a counter near
-// 2^64 from a broken or hostile /proc must not be signed overflow).
-Result<std::chrono::nanoseconds> ticksToTime(std::uint64_t ticks, std::chrono::nanoseconds tick);
 
 }  // namespace reclaimd::proc

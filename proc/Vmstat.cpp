@@ -3,21 +3,20 @@
 #include <optional>
 #include <string>
 
+#include "base/Text.h"
 #include "base/Units.h"
 
 namespace reclaimd::proc {
 
+// workingset_refault_file 12345
 Result<std::uint64_t> parseRefaultFile(std::string_view content) {
   std::optional<std::uint64_t> file, legacy;
-  while (!content.empty()) {
-    const std::size_t newline = content.find('\n');
-    const std::string_view line = content.substr(0, newline);
-    content.remove_prefix(newline == std::string_view::npos ? content.size() : newline + 1);
-    const std::size_t space = line.find(' ');
-    if (space == std::string_view::npos) continue;
-    const std::string_view key = line.substr(0, space);
+  for (std::string_view line : lines(content)) {
+    auto keyed = splitOnce(line, ' ');
+    if (!keyed) continue;
+    const std::string_view key = keyed->first;
     if (key != "workingset_refault_file" && key != "workingset_refault") continue;
-    auto value = parseU64(line.substr(space + 1));
+    auto value = parseU64(keyed->second);
     if (!value) return parseError("/proc/vmstat: malformed line \"" + std::string(line) + "\"");
     (key == "workingset_refault_file" ? file : legacy) = *value;
   }

@@ -1,13 +1,19 @@
 #include "psi/Pressure.h"
 
 #include <charconv>
+#include <limits>
 #include <string>
 
+#include "base/Text.h"
 #include "base/Units.h"
 
 namespace reclaimd::psi {
 
 namespace {
+
+// The most std::chrono::microseconds holds: a larger total cannot become a duration, and a
+// difference of two totals below it always fits.
+constexpr std::uint64_t kMaxTotalUsec = static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max());
 
 std::optional<double> parseDouble(std::string_view text) {
   double value = 0;
@@ -21,22 +27,18 @@ std::optional<double> parseDouble(std::string_view text) {
 Result<PressureLine> parseFields(std::string_view rest, std::string_view line) {
   PressureLine out;
   bool seen[4] = {};
-  std::size_t pos = 0;
-  while (pos < rest.size()) {
-    std::size_t begin = rest.find_first_not_of(' ', pos);
-    if (begin == std::string_view::npos) break;
-    std::size_t end = rest.find(' ', begin);
-    if (end == std::string_view::npos) end = rest.size();
-    std::string_view field = rest.substr(begin, end - begin);
-    pos = end;
-    std::size_t eq = field.find('=');
-    if (eq == std::string_view::npos) return parseError("pressure: malformed field in \"" + std::string(line) + "\"");
-    std::string_view key = field.substr(0, eq), value = field.substr(eq + 1);
+  for (std::string_view field : fields(rest, " ")) {
+    auto keyed = splitOnce(field, '=');
+    if (!keyed) return parseError("pressure: malformed field in \"" + std::string(line) + "\"");
+    const auto [key, value] = *keyed;
     int slot = key == "avg10" ? 0 : key == "avg60" ? 1 : key == "avg300" ? 2 : key == "total" ? 3 : -1;
     if (slot < 0) continue;  // a future kernel's extra field
     bool good = false;
     if (slot == 3) {
       auto v = parseU64(value);
+      if (v && *v > kMaxTotalUsec) {
+        return errnoError(EOVERFLOW, "pressure: total does not fit in microseconds in \"" + std::string(line) + "\"");
+      }
       if ((good = v.has_value())) out.totalUsec = *v;
     } else {
       auto v = parseDouble(value);
@@ -53,26 +55,25 @@ Result<PressureLine> parseFields(std::string_view rest, std::string_view line) {
 
 }  // namespace
 
+// some avg10=0.00 avg60=0.00 avg300=0.00 total=0
+// full avg10=0.00 avg60=0.00 avg300=0.00 total=0
 Result<Pressure> parsePressure(std::string_view content) {
   Pressure p;
   bool haveSome = false;
-  while (!content.empty()) {
-    std::size_t newline = content.find('\n');
-    std::string_view line = content.substr(0, newline);
-    content.remove_prefix(newline == std::string_view::npos ? content.size() : newline + 1);
+  for (std::string_view line : lines(content)) {
     if (line.empty()) continue;
-    std::size_t space = line.find(' ');
-    std::string_view kind = line.substr(0, space);
-    if (space == std::string_view::npos || (kind != "some" && kind != "full")) {
+    auto kinded = splitOnce(line, ' ');
+    if (!kinded || (kinded->first != "some" && kinded->first != "full")) {
       return parseError("pressure: unexpected line \"" + std::string(line) + "\"");
     }
-    auto fields = parseFields(line.substr(space + 1), line);
-    if (!fields) return fields.error();
+    const std::string_view kind = kinded->first;
+    auto parsed = parseFields(kinded->second, line);
+    if (!parsed) return parsed.error();
     if (kind == "some") {
-      p.some = *fields;
+      p.some = *parsed;
       haveSome = true;
     } else {
-      p.full = *fields;
+      p.full = *parsed;
     }
   }
   if (!haveSome) return parseError("pressure: no \"some\" line");

@@ -34,8 +34,8 @@ std::string hint(int err) {
 }  // namespace
 
 Result<Trigger> Trigger::open(int dirFd, const std::string& name, const TriggerSpec& spec) {
-  auto fd = openAt(dirFd, name, O_RDWR | O_NONBLOCK);
-  if (!fd) return errnoError(fd.error().errnoValue(), fd.error().context + hint(fd.error().errnoValue()));
+  auto fd = openRegular(dirFd, name, O_RDWR | O_NONBLOCK);
+  if (!fd) return Error{fd.error().code, fd.error().context + hint(fd.error().errnoValue())};
   // Only a kernel pressure file takes a trigger; written anywhere else (a test fixture, a
   // mistaken --proc-root) the text would just overwrite the file.
   struct statfs fs {};

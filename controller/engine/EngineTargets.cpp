@@ -1,6 +1,7 @@
 // The engine's targets: the walk and what survives it, each target's own CPU, judging them
 // idle, and measuring their cache.
 #include <algorithm>
+#include <cstring>
 #include <unordered_map>
 
 #include "cgroup/Cgroup.h"
@@ -51,6 +52,14 @@ bool Engine::walk(TimePoint now, Sensors& in) {
       adopt(next, node.path, node.inode, policy_.governance(spec.rule, node.path.empty()), now);
     }
     stats.add("cgroups", tree->nodes.size()).add("vanished", tree->vanished).add("symlinks_skipped", tree->symlinks);
+    if (tree->incomplete > 0) {
+      // Subtrees the walk could not read (out of fds, EACCES): nothing at or above them is
+      // written until a walk sees them whole.
+      emit(Severity::Warn, "walk_incomplete")
+          .add("cut_nodes", tree->incomplete)
+          .add("errno", tree->incompleteErrno)
+          .add("error", tree->incompleteErrno ? std::strerror(tree->incompleteErrno) : "too many cgroups");
+    }
   }
   targets_ = std::move(next);
   lastWalk_ = now;

@@ -39,11 +39,9 @@ bool syncWithin(nanoseconds wait) {
 Result<CpuReading> SystemSensors::cpu() {
   auto times = proc_.stat();
   if (!times) return times.error();
-  auto busy = proc::ticksToTime(times->busy(), tick_);
-  if (!busy) return busy.error();
-  auto total = proc::ticksToTime(times->total(), tick_);
-  if (!total) return total.error();
-  return CpuReading{*busy, *total};
+  auto time = proc::cpuTime(*times, tick_);
+  if (!time) return time.error();
+  return CpuReading{time->busy, time->total};
 }
 
 nanoseconds SystemSensors::ownCpu() {
@@ -73,12 +71,7 @@ Result<nanoseconds> SystemSensors::cgroupCpu(const CgroupRef& ref) {
   if (!cg) return cg.error();
   auto stat = (*cg)->cpuStat();
   if (!stat) return stat.error();
-  // usage_usec as nanoseconds: checked, a counter near 2^64 is not signed overflow.
-  std::int64_t ns = 0;
-  if (stat->usageUsec > static_cast<std::uint64_t>(INT64_MAX) ||
-      __builtin_mul_overflow(static_cast<std::int64_t>(stat->usageUsec), std::int64_t{1000}, &ns))
-    return errnoError(EOVERFLOW, std::string(ref.path) + ": cpu.stat usage_usec too large");
-  return nanoseconds(ns);
+  return stat->usage();  // checked: a counter near 2^64 is an error, not signed overflow
 }
 
 cgroup::ReclaimWrite SystemActuator::reclaim(const CgroupRef& ref, std::uint64_t bytes, cgroup::ReclaimFormat format) {
@@ -89,9 +82,11 @@ cgroup::ReclaimWrite SystemActuator::reclaim(const CgroupRef& ref, std::uint64_t
   if (!tracker_) return fail(errnoError(ENOENT, "no cgroup tree in use"));
   auto cg = tracker_->open(ref);
   if (!cg) return fail(cg.error());
-  auto file = (*cg)->reclaimFile();
+  // Opened for each request and closed after: an fd per target kept open would put a busy
+  // node's thousands of cgroups past the fd limit.
+  auto file = (*cg)->openReclaim();
   if (!file) return fail(file.error());
-  return (*file)->write(bytes, format);
+  return file->write(bytes, format);
 }
 
 Result<void> SystemActuator::dropCaches() {

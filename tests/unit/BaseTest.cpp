@@ -99,6 +99,16 @@ TEST(Pressure, CpuFileWithoutFullLine) {
   EXPECT_FALSE(p->full.has_value());
 }
 
+TEST(Pressure, TotalPastMicrosecondsIsAnError) {
+  // 2^64-1 us cannot become std::chrono::microseconds (a signed count): refused, not wrapped.
+  auto p = psi::parsePressure("some avg10=0.00 avg60=0.00 avg300=0.00 total=18446744073709551615\n");
+  ASSERT_FALSE(p.ok()) << "total " << p->some.totalUsec;
+  EXPECT_EQ(p.error().errnoValue(), EOVERFLOW);
+  auto edge = psi::parsePressure("some avg10=0.00 avg60=0.00 avg300=0.00 total=9223372036854775807\n");
+  ASSERT_TRUE(edge.ok());
+  EXPECT_EQ(edge->some.totalUsec, 9223372036854775807u);
+}
+
 TEST(Pressure, MalformedIsAnError) {
   for (const char* bad : {"", "some avg10=x avg60=0 avg300=0 total=0\n", "some avg10=0 avg60=0 avg300=0\n",
                           "some avg10=0 avg60=0 avg300=0 total=-1\n", "other avg10=0 avg60=0 avg300=0 total=0\n",

@@ -1,6 +1,7 @@
 // Table-driven tests of the cgroup-side parsers: mountinfo, memory.stat, cpu.stat.
 #include <gtest/gtest.h>
 
+#include "cgroup/Controllers.h"
 #include "cgroup/Mountinfo.h"
 #include "cgroup/Reclaim.h"
 #include "cgroup/Stat.h"
@@ -95,6 +96,44 @@ TEST(CpuStat, ParsesUsage) {
   EXPECT_EQ(s->usageUsec, 8734201u);
   EXPECT_FALSE(parseCpuStat("user_usec 5\n").ok());
   EXPECT_FALSE(parseCpuStat("usage_usec -5\n").ok());
+}
+
+TEST(MemoryStat, CacheThatOverflowsIsAnError) {
+  // fileCache() would wrap to 0, and "wait until the cache regrows" would never wait.
+  auto s = parseMemoryStat("active_file 18446744073709551615\ninactive_file 1\n");
+  ASSERT_FALSE(s.ok()) << "fileCache() would be " << s->fileCache();
+  EXPECT_EQ(s.error().errnoValue(), EOVERFLOW);
+  auto edge = parseMemoryStat("active_file 18446744073709551614\ninactive_file 1\n");
+  ASSERT_TRUE(edge.ok());
+  EXPECT_EQ(edge->fileCache(), 18446744073709551615u);
+}
+
+TEST(CpuStat, UsageInNanosecondsIsChecked) {
+  using namespace std::chrono_literals;
+  auto s = parseCpuStat("usage_usec 8734201\n");
+  ASSERT_TRUE(s.ok());
+  auto usage = s->usage();
+  ASSERT_TRUE(usage.ok());
+  EXPECT_EQ(*usage, 8734201us);
+  // 10^16 us is 10^19 ns: signed overflow in std::chrono::microseconds -> nanoseconds.
+  auto big = parseCpuStat("usage_usec 10000000000000000\n");
+  ASSERT_TRUE(big.ok());
+  auto overflow = big->usage();
+  ASSERT_FALSE(overflow.ok());
+  EXPECT_EQ(overflow.error().errnoValue(), EOVERFLOW);
+  EXPECT_NE(overflow.error().message().find("usage_usec"), std::string::npos);
+}
+
+TEST(Controllers, WholeWords) {
+  EXPECT_EQ(parseControllers("cpuset cpu io memory hugetlb pids rdma misc\n"),
+            (std::vector<std::string>{"cpuset", "cpu", "io", "memory", "hugetlb", "pids", "rdma", "misc"}));
+  EXPECT_TRUE(parseControllers("").empty());
+  EXPECT_TRUE(parseControllers("\n").empty());
+  EXPECT_TRUE(hasController("cpu io memory\n", "memory"));
+  EXPECT_TRUE(hasController("memory", "memory"));
+  EXPECT_FALSE(hasController("cpu io memoryx\n", "memory"));
+  EXPECT_FALSE(hasController("cpu io\n", "memory"));
+  EXPECT_FALSE(hasController("", "memory"));
 }
 
 TEST(Reclaim, RequestSpelling) {

@@ -1,6 +1,8 @@
 // The capability probe on fixture trees: what it finds and how it says what is missing.
 #include <gtest/gtest.h>
 
+#include <filesystem>
+
 #include "controller/ModeChoice.h"
 #include "controller/Probe.h"
 #include "tests/unit/Fixture.h"
@@ -96,6 +98,21 @@ TEST(Probe, SwapAndMissingCompaction) {
   Capabilities c = probe(t.paths());
   EXPECT_TRUE(c.swapActive);
   EXPECT_FALSE(c.compactMemory);
+}
+
+TEST(Probe, SymlinkedControlFilesAreRefused) {
+  Tree t;
+  t.fx.write("outside/victim", "precious\n");
+  t.fx.remove("cg/memory.reclaim");
+  t.fx.remove("proc/sys/vm/drop_caches");
+  std::filesystem::create_symlink(t.fx.path("outside/victim"), t.fx.path("cg/memory.reclaim"));
+  std::filesystem::create_symlink(t.fx.path("outside/victim"), t.fx.path("proc/sys/vm/drop_caches"));
+  Capabilities c = probe(t.paths());
+  EXPECT_FALSE(c.reclaimWritable);
+  EXPECT_NE(c.reclaimProblem.find("refused"), std::string::npos) << c.reclaimProblem;
+  EXPECT_FALSE(c.dropCaches);
+  EXPECT_NE(c.dropCachesProblem.find("refused"), std::string::npos) << c.dropCachesProblem;
+  EXPECT_EQ(t.fx.read("outside/victim"), "precious\n") << "the zero-byte probe request did not land outside";
 }
 
 TEST(Probe, DescribeListsEveryCapability) {

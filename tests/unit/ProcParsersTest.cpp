@@ -51,6 +51,40 @@ INSTANTIATE_TEST_SUITE_P(Table, ProcStatTest,
                              StatCase{"empty", "", false, 0, 0}, StatCase{"garbage", "\x01\x02\xff\n", false, 0, 0}),
                          [](const auto& tc) { return std::string(tc.param.name); });
 
+TEST(ProcStat, TicksThatOverflowAreAnErrorNotAWrap) {
+  // 2^64-1 user ticks plus one more: busy() and total() would wrap to a small number.
+  auto wrapped = parseProcStat("cpu  18446744073709551615 1 0 0\n");
+  ASSERT_FALSE(wrapped.ok()) << "busy() would be " << wrapped->busy();
+  EXPECT_EQ(wrapped.error().errnoValue(), EOVERFLOW) << wrapped.error().message();
+  auto idle = parseProcStat("cpu  0 0 0 18446744073709551615 1\n");
+  ASSERT_FALSE(idle.ok());
+  EXPECT_EQ(idle.error().errnoValue(), EOVERFLOW);
+  auto largest = parseProcStat("cpu  18446744073709551615 0 0 0\n");
+  ASSERT_TRUE(largest.ok()) << "a sum that fits is fine";
+  EXPECT_EQ(largest->total(), 18446744073709551615u);
+}
+
+TEST(ProcStat, CpuTimeInNanoseconds) {
+  using namespace std::chrono_literals;
+  auto t = parseProcStat("cpu  100 20 30 1000 50 5 6 7 40 2\n");
+  ASSERT_TRUE(t.ok());
+  auto ns = cpuTime(*t, 10ms);
+  ASSERT_TRUE(ns.ok()) << ns.error().message();
+  EXPECT_EQ(ns->busy, 1680ms);
+  EXPECT_EQ(ns->total, 12180ms);
+  // user=10^12 ticks of 10 ms is 10^19 ns: signed overflow in the old multiplication.
+  auto big = parseProcStat("cpu  1000000000000 0 0 10\n");
+  ASSERT_TRUE(big.ok());
+  auto overflow = cpuTime(*big, 10ms);
+  ASSERT_FALSE(overflow.ok());
+  EXPECT_EQ(overflow.error().errnoValue(), EOVERFLOW);
+  EXPECT_NE(overflow.error().message().find("/proc/stat"), std::string::npos);
+  CpuTimes unparsed;
+  unparsed.user = UINT64_MAX;
+  unparsed.idle = 1;
+  EXPECT_FALSE(cpuTime(unparsed, 1ns).ok()) << "checked even for a CpuTimes not from the parser";
+}
+
 struct MeminfoCase {
   const char* name;
   std::string input;
@@ -95,6 +129,20 @@ INSTANTIATE_TEST_SUITE_P(
                     false, 0, 0, 0},
         MeminfoCase{"empty", "", false, 0, 0, 0}),
     [](const auto& tc) { return std::string(tc.param.name); });
+
+TEST(Meminfo, SumsThatOverflowAreAnError) {
+  // 2^53 kB is 2^63 bytes: each value fits, their sum in reclaimable() does not.
+  const std::string huge = "9007199254740992 kB\n";
+  auto r = parseMeminfo("MemTotal: 1 kB\nMemFree: 0 kB\nActive(file): " + huge + "Inactive(file): " + huge +
+                        "SReclaimable: " + huge);
+  ASSERT_FALSE(r.ok()) << "reclaimable() would be " << r->reclaimable();
+  EXPECT_EQ(r.error().errnoValue(), EOVERFLOW);
+  EXPECT_NE(r.error().message().find("/proc/meminfo"), std::string::npos);
+  auto bytes = parseMeminfo(
+      "MemTotal: 18014398509481984 kB\nMemFree: 0 kB\nActive(file): 0 kB\n"
+      "Inactive(file): 0 kB\nSReclaimable: 0 kB\n");
+  EXPECT_FALSE(bytes.ok()) << "2^54 kB is 2^64 bytes: does not fit";
+}
 
 }  // namespace
 }  // namespace reclaimd::proc

@@ -1,6 +1,7 @@
 // The tree walk, the decomposition into targets, and budget sharing, on fixture trees.
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -173,6 +174,105 @@ TEST(Decompose, SubtreeUnderOneRuleIsOneTarget) {
           "rules:\n  - match: user.slice/**\n    mode: disabled\n  - match: system.slice/**\n    floor: 1G\n");
   EXPECT_EQ(s.targets(),
             (std::vector<std::string>{"init.scope@-1", "system.slice@1", "user.slice@0", "build.slice@-1"}));
+}
+
+// Marks `path`'s node incomplete, as the walk does when it cannot list it.
+void cutAt(Scene& s, const std::string& path) {
+  for (auto& n : s.tree.nodes) {
+    if (n.path == path) n.incomplete = true;
+  }
+}
+
+TEST(Decompose, NothingAtOrAboveOrBelowAnIncompleteNode) {
+  Scene s(kSystemd, "mode: gradual\n");
+  cutAt(s, "user.slice/user-1000.slice");
+  // Its ancestors are mixed and descended; it and its known child are not written; the rest
+  // of the tree is, as before.
+  EXPECT_EQ(s.targets(), (std::vector<std::string>{"init.scope@-1", "system.slice@-1", "build.slice@-1"}));
+  Scene leaf(kSystemd, "mode: gradual\n");
+  cutAt(leaf, "init.scope");
+  EXPECT_EQ(leaf.targets(), (std::vector<std::string>{"system.slice@-1", "user.slice@-1", "build.slice@-1"}));
+}
+
+TEST(Decompose, AnIncompleteRootWritesNothing) {
+  Scene s(kSystemd, "mode: gradual\n");
+  cutAt(s, "");
+  EXPECT_TRUE(s.targets().empty());
+}
+
+// Lowers the soft fd limit so that the walk can hold `extra` more fds, and restores it.
+class FdBudget {
+ public:
+  explicit FdBudget(int extra) {
+    ::getrlimit(RLIMIT_NOFILE, &saved_);
+    const int lowest = ::fcntl(0, F_DUPFD_CLOEXEC, 0);  // the lowest free fd number
+    ::close(lowest);
+    rlimit lowered = saved_;
+    lowered.rlim_cur = static_cast<rlim_t>(lowest + extra);
+    ok_ = lowest >= 0 && ::setrlimit(RLIMIT_NOFILE, &lowered) == 0;
+  }
+  ~FdBudget() { ::setrlimit(RLIMIT_NOFILE, &saved_); }
+  bool ok() const { return ok_; }
+
+ private:
+  rlimit saved_{};
+  bool ok_ = false;
+};
+
+std::vector<std::string> fixtureTargets(const cgroup::Tree& tree, const char* yaml) {
+  auto policy = policies::parsePolicy(yaml, "walk.yaml");
+  EXPECT_TRUE(policy.ok());
+  std::vector<int> ruleOf;
+  for (const auto& n : tree.nodes)
+    ruleOf.push_back(policies::inheritedRule(policy->rules, n.path));
+  std::vector<std::string> out;
+  for (const TargetSpec& t : decompose(tree, ruleOf))
+    out.push_back(tree.nodes[static_cast<std::size_t>(t.node)].path);
+  return out;
+}
+
+TEST(Tree, OutOfFdsIsIncompleteNotVanished) {
+  testing::Fixture fx;
+  for (const char* p : {"cg", "cg/app.slice", "cg/app.slice/svc", "cg/app.slice/svc/protected", "cg/other.slice"})
+    cg(fx, p);
+  auto root = openRoot(fx);
+  Result<cgroup::Tree> tree = cgroup::Tree{};
+  {
+    // One fd for app.slice; opening app.slice/svc then fails with EMFILE.
+    FdBudget budget(1);
+    ASSERT_TRUE(budget.ok());
+    tree = cgroup::walkTree(root.get());
+  }
+  ASSERT_TRUE(tree.ok()) << tree.error().message();
+  EXPECT_EQ(tree->vanished, 0u) << "EMFILE is not a vanished cgroup";
+  EXPECT_EQ(tree->incomplete, 1u);
+  EXPECT_EQ(tree->incompleteErrno, EMFILE);
+  auto got = paths(*tree);
+  ASSERT_NE(std::find(got.begin(), got.end(), "app.slice/svc"), got.end());
+  EXPECT_EQ(std::find(got.begin(), got.end(), "app.slice/svc/protected"), got.end()) << "not seen";
+  for (const auto& n : tree->nodes)
+    EXPECT_EQ(n.incomplete, n.path == "app.slice/svc") << n.path;
+  // The protected cgroup below the cut is inside no target: not the root, not app.slice, not svc.
+  const auto targets = fixtureTargets(*tree, "rules:\n  - match: app.slice/svc/protected\n    mode: disabled\n");
+  EXPECT_EQ(targets, (std::vector<std::string>{"other.slice"}));
+  // With fds to spare the same tree is seen whole, and the protected cgroup is a target of its own.
+  auto whole = cgroup::walkTree(root.get());
+  ASSERT_TRUE(whole.ok());
+  EXPECT_EQ(whole->incomplete, 0u);
+  EXPECT_EQ(fixtureTargets(*whole, "rules:\n  - match: app.slice/svc/protected\n    mode: disabled\n"),
+            (std::vector<std::string>{"app.slice/svc/protected", "other.slice"}));
+}
+
+TEST(Tree, StoppingAtMaxNodesCutsTheWalk) {
+  testing::Fixture fx;
+  cg(fx, "cg");
+  for (int i = 0; i < 10; ++i)
+    cg(fx, "cg/c" + std::to_string(i));
+  auto root = openRoot(fx);
+  auto tree = cgroup::walkTree(root.get(), 5);
+  ASSERT_TRUE(tree.ok());
+  EXPECT_TRUE(tree->nodes[0].incomplete) << "the root's other children were not looked at";
+  EXPECT_TRUE(fixtureTargets(*tree, "mode: gradual\n").empty());
 }
 
 TEST(Budget, LargestFirstWithinStepsAndBudget) {
