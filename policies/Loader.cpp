@@ -1,15 +1,12 @@
 #include "policies/Loader.h"
 
-#include <fcntl.h>
-#include <fmt/format.h>
+#include <yaml-cpp/depthguard.h>
 #include <yaml-cpp/yaml.h>
 
-#include <charconv>
-#include <set>
-#include <vector>
+#include <unordered_map>
 
-#include "base/Files.h"
 #include "base/Units.h"
+#include "policies/Reader.h"
 
 namespace reclaimd::policies {
 
@@ -17,167 +14,30 @@ namespace {
 
 using std::chrono::milliseconds;
 
-// Collects every problem of a file with its position; yaml-cpp stays inside this file.
-class Reader {
- public:
-  explicit Reader(std::string source) : source_(std::move(source)) {}
+// Far above any machine here: a typo guard.
+constexpr std::uint64_t kMaxSize = 1024 * kGiB;
+// One 10 ms tick in 1,000 CPU-seconds (one tick per 10 s interval on 100 CPUs). Below it a
+// threshold only means "not a single tick", which no machine running reclaimd (whose own samples
+// cost ticks) reaches; it also keeps absurd values such as the subnormal 1e-320 out.
+constexpr double kMinThresholdPercent = 0.001;
 
-  void fail(const YAML::Node& node, const std::string& key, const std::string& problem) {
-    const YAML::Mark mark = node.Mark();
-    errors_.push_back(source_ + ":" + std::to_string(mark.line + 1) + ":" + std::to_string(mark.column + 1) + ": " +
-                      key + ": " + problem);
-  }
+std::string showDuration(milliseconds d) {
+  return formatDuration(d);
+}
 
-  // True when `node` is a mapping (or empty); reports unknown and repeated keys.
-  bool checkMap(const YAML::Node& node, const std::string& path, std::initializer_list<std::string_view> allowed) {
-    if (!node.IsDefined() || node.IsNull()) return true;  // absent or empty: all defaults
-    if (!node.IsMap()) {
-      fail(node, path.empty() ? "policy" : path, "expected a mapping of keys to values");
-      return false;
-    }
-    std::set<std::string> seen;
-    for (auto it = node.begin(); it != node.end(); ++it) {
-      const YAML::Node keyNode = it->first;  // a copy: the iterator yields a temporary proxy
-      if (!keyNode.IsScalar()) {
-        fail(keyNode, path.empty() ? "policy" : path, "keys must be plain words");
-        continue;
-      }
-      const std::string& key = keyNode.Scalar();
-      const std::string full = path.empty() ? key : path + "." + key;
-      if (!seen.insert(key).second) fail(keyNode, full, "key appears twice");
-      bool known = false;
-      for (auto a : allowed)
-        known = known || a == key;
-      if (!known) {
-        std::string list;
-        for (auto a : allowed)
-          list += (list.empty() ? "" : ", ") + std::string(a);
-        fail(keyNode, full, "unknown key (known here: " + list + ")");
-      }
-    }
-    return true;
-  }
-
-  // Calls `read(value, fullKey)` when `key` is present in the map.
-  template <typename Fn>
-  void with(const YAML::Node& map, const std::string& path, const char* key, Fn read) {
-    if (!map.IsMap()) return;
-    YAML::Node value = map[key];
-    if (!value.IsDefined()) return;
-    const std::string full = path.empty() ? key : path + "." + key;
-    if (!value.IsScalar()) {
-      fail(value, full, "expected a single value");
-      return;
-    }
-    read(value, full);
-  }
-
-  void bytes(const YAML::Node& map, const std::string& path, const char* key, std::uint64_t& out, std::uint64_t min,
-             std::uint64_t max) {
-    with(map, path, key, [&](const YAML::Node& v, const std::string& full) {
-      auto parsed = parseBytes(v.Scalar());
-      if (!parsed) return fail(v, full, "expected a size like \"128M\" or \"1G\", got \"" + v.Scalar() + "\"");
-      if (*parsed < min || *parsed > max) {
-        return fail(v, full,
-                    "must be between " + formatBytes(min) + " and " + formatBytes(max) + ", got " + v.Scalar());
-      }
-      out = *parsed;
-    });
-  }
-
-  void duration(const YAML::Node& map, const std::string& path, const char* key, milliseconds& out, milliseconds min,
-                milliseconds max) {
-    with(map, path, key, [&](const YAML::Node& v, const std::string& full) {
-      auto parsed = parseDuration(v.Scalar());
-      if (!parsed)
-        return fail(v, full, "expected a duration like \"500ms\", \"30s\" or \"2m\", got \"" + v.Scalar() + "\"");
-      if (*parsed < min || *parsed > max) {
-        return fail(v, full,
-                    "must be between " + formatDuration(min) + " and " + formatDuration(max) + ", got " + v.Scalar());
-      }
-      out = *parsed;
-    });
-  }
-
-  void percent(const YAML::Node& map, const std::string& path, const char* key, double& out, double min, double max) {
-    with(map, path, key, [&](const YAML::Node& v, const std::string& full) {
-      std::string_view text = v.Scalar();
-      if (!text.empty() && text.back() == '%') text.remove_suffix(1);
-      double value = 0;
-      auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-      if (ec != std::errc() || ptr != text.data() + text.size() || text.empty()) {
-        return fail(v, full, "expected a percentage like 0.5, got \"" + v.Scalar() + "\"");
-      }
-      if (!(value > min && value <= max)) {
-        return fail(v, full,
-                    "must be above " + fmt::format("{:g}", min) + " and at most " + fmt::format("{:g}", max) +
-                        ", got " + v.Scalar());
-      }
-      out = value;
-    });
-  }
-
-  void count(const YAML::Node& map, const std::string& path, const char* key, std::uint32_t& out, std::uint32_t min,
-             std::uint32_t max) {
-    with(map, path, key, [&](const YAML::Node& v, const std::string& full) {
-      auto parsed = parseU64(v.Scalar());
-      if (!parsed || *parsed < min || *parsed > max) {
-        return fail(v, full,
-                    "expected a whole number from " + std::to_string(min) + " to " + std::to_string(max) + ", got \"" +
-                        v.Scalar() + "\"");
-      }
-      out = static_cast<std::uint32_t>(*parsed);
-    });
-  }
-
-  void boolean(const YAML::Node& map, const std::string& path, const char* key, bool& out) {
-    with(map, path, key, [&](const YAML::Node& v, const std::string& full) {
-      if (v.Scalar() == "true")
-        out = true;
-      else if (v.Scalar() == "false")
-        out = false;
-      else
-        fail(v, full, "expected true or false, got \"" + v.Scalar() + "\"");
-    });
-  }
-
-  void mode(const YAML::Node& map, const std::string& path, const char* key, Mode& out) {
-    with(map, path, key, [&](const YAML::Node& v, const std::string& full) {
-      auto parsed = parseMode(v.Scalar());
-      if (!parsed) return fail(v, full, "expected disabled, dropcache or gradual, got \"" + v.Scalar() + "\"");
-      out = *parsed;
-    });
-  }
-
-  bool ok() const { return errors_.empty(); }
-  Error error() const {
-    std::string all;
-    for (const auto& e : errors_)
-      all += (all.empty() ? "" : "\n") + e;
-    return invalidError(all);
-  }
-
- private:
-  std::string source_;
-  std::vector<std::string> errors_;
-};
+// A side of a check over a machine key: written in some file, or its default.
+Side machineSide(const Reader& r, const std::string& key, std::string value) {
+  return Side{key, std::move(value), r.written(key), "its default"};
+}
 
 void readIdle(Reader& r, const YAML::Node& node, IdleSettings& idle) {
   if (!r.checkMap(node, "idle", {"threshold_percent", "grace", "interval", "sample_period", "predict"})) return;
-  r.percent(node, "idle", "threshold_percent", idle.thresholdPercent, 0.0, 100.0);
+  r.percent(node, "idle", "threshold_percent", idle.thresholdPercent, kMinThresholdPercent, 100.0);
   r.duration(node, "idle", "grace", idle.grace, 1s, 24h);
   r.duration(node, "idle", "interval", idle.interval, 1s, 1h);
   // Under 100 ms a sample would often see no tick change at all.
   r.duration(node, "idle", "sample_period", idle.samplePeriod, 100ms, 1min);
   r.boolean(node, "idle", "predict", idle.predict);
-  if (node.IsMap()) {
-    if (idle.interval > idle.grace)
-      r.fail(node["interval"] ? node["interval"] : node, "idle.interval", "must not be longer than idle.grace");
-    if (idle.samplePeriod > idle.interval) {
-      r.fail(node["sample_period"] ? node["sample_period"] : node, "idle.sample_period",
-             "must not be longer than idle.interval");
-    }
-  }
 }
 
 void readReclaim(Reader& r, const YAML::Node& node, ReclaimSettings& rec) {
@@ -185,7 +45,6 @@ void readReclaim(Reader& r, const YAML::Node& node, ReclaimSettings& rec) {
                   {"floor", "step_min", "step_max", "step_divisor", "chunk", "compact", "cgroup_floor"})) {
     return;
   }
-  constexpr std::uint64_t kMaxSize = 1024 * kGiB;  // far above any machine here: a typo guard
   r.bytes(node, "reclaim", "floor", rec.floor, 0, kMaxSize);
   // Under 1 MiB a request is lost in the kernel's 32-page reclaim batches.
   r.bytes(node, "reclaim", "step_min", rec.stepMin, kMiB, kMaxSize);
@@ -194,19 +53,13 @@ void readReclaim(Reader& r, const YAML::Node& node, ReclaimSettings& rec) {
   r.bytes(node, "reclaim", "chunk", rec.chunk, kMiB, kMaxSize);
   r.boolean(node, "reclaim", "compact", rec.compact);
   r.bytes(node, "reclaim", "cgroup_floor", rec.cgroupFloor, 0, kMaxSize);
-  if (node.IsMap() && rec.stepMax < rec.stepMin) {
-    r.fail(node["step_max"] ? node["step_max"] : node, "reclaim.step_max", "must not be smaller than reclaim.step_min");
-  }
 }
 
 // The kernel's limits on a trigger: window 500ms..10s, stall within the window.
-void readPressureWindow(Reader& r, const YAML::Node& node, const std::string& path, std::chrono::milliseconds& stall,
-                        std::chrono::milliseconds& window) {
+void readPressureWindow(Reader& r, const YAML::Node& node, const std::string& path, milliseconds& stall,
+                        milliseconds& window) {
   r.duration(node, path, "window", window, 500ms, 10s);
   r.duration(node, path, "stall", stall, 1ms, 10s);
-  if (node.IsMap() && stall.count() > 0 && window.count() > 0 && stall > window) {
-    r.fail(node["stall"] ? node["stall"] : node, path + ".stall", "must not be longer than the window");
-  }
 }
 
 void readPressure(Reader& r, const YAML::Node& node, PressureSettings& p) {
@@ -217,41 +70,50 @@ void readPressure(Reader& r, const YAML::Node& node, PressureSettings& p) {
   r.boolean(node, "pressure", "enabled", p.enabled);
   readPressureWindow(r, node, "pressure", p.stall, p.window);
   r.duration(node, "pressure", "calm", p.calm, 1s, 1h);
-  r.bytes(node, "pressure", "min_step", p.minStep, kMiB, 1024 * kGiB);
-  r.bytes(node, "pressure", "refault_limit", p.refaultLimit, 4 * kKiB, 1024 * kGiB);
+  r.bytes(node, "pressure", "min_step", p.minStep, kMiB, kMaxSize);
+  r.bytes(node, "pressure", "refault_limit", p.refaultLimit, 4 * kKiB, kMaxSize);
   r.duration(node, "pressure", "refault_window", p.refaultWindow, 1s, 10min);
 }
 
-void readRule(Reader& r, const YAML::Node& node, const std::string& path, const Policy& base, std::vector<Rule>& out) {
-  if (!node.IsMap()) {
-    r.fail(node, path, "expected a rule: a mapping with at least \"match\"");
-    return;
-  }
-  if (!r.checkMap(node, path,
-                  {"match", "mode", "floor", "step_min", "step_max", "step_divisor", "idle_source", "grace",
-                   "threshold_percent", "interval", "pressure"})) {
-    return;
-  }
-  Rule rule;
-  rule.line = node.Mark().line + 1;
-  rule.floor = base.reclaim.cgroupFloor;
-  rule.stepMin = base.reclaim.stepMin;
-  rule.stepMax = base.reclaim.stepMax;
-  rule.stepDivisor = base.reclaim.stepDivisor;
-  rule.idle = base.idle;
-  bool havePattern = false;
-  r.with(node, path, "match", [&](const YAML::Node& v, const std::string& full) {
-    auto pattern = Pattern::parse(v.Scalar());
-    if (!pattern) return r.fail(v, full, pattern.error().message());
-    rule.pattern = std::move(*pattern);
-    havePattern = true;
-  });
-  if (!node["match"]) r.fail(node, path, "a rule needs \"match\": the cgroups it governs");
+// Checks between machine keys, once every file is read: a drop-in may change either side.
+void checkMachine(Reader& r, const Policy& p) {
+  auto d = [](milliseconds v) { return showDuration(v); };
+  r.order(p.idle.interval <= p.idle.grace, machineSide(r, "idle.interval", d(p.idle.interval)),
+          machineSide(r, "idle.grace", d(p.idle.grace)), "longer", "shorter");
+  r.order(p.idle.samplePeriod <= p.idle.interval, machineSide(r, "idle.sample_period", d(p.idle.samplePeriod)),
+          machineSide(r, "idle.interval", d(p.idle.interval)), "longer", "shorter");
+  r.order(p.reclaim.stepMin <= p.reclaim.stepMax, machineSide(r, "reclaim.step_min", formatBytes(p.reclaim.stepMin)),
+          machineSide(r, "reclaim.step_max", formatBytes(p.reclaim.stepMax)), "larger", "smaller");
+  r.order(p.pressure.stall <= p.pressure.window, machineSide(r, "pressure.stall", d(p.pressure.stall)),
+          machineSide(r, "pressure.window", d(p.pressure.window)), "longer", "shorter");
+}
+
+// A side of a check over a rule key: the rule's own value, or the one it inherits.
+Side ruleSide(const Reader& r, const std::string& path, const char* key, const std::string& machineKey,
+              std::string value) {
+  const std::string own = path + "." + key;
+  // The file check: "rules[1]" of an earlier file is another rule.
+  const Where* w = r.written(own);
+  if (w && w->file == r.file()) return Side{own, std::move(value), w, ""};
+  return Side{machineKey, std::move(value), nullptr, "the machine's"};
+}
+
+void checkRule(Reader& r, const Rule& rule, const std::string& path) {
+  r.order(rule.stepMin <= rule.stepMax, ruleSide(r, path, "step_min", "reclaim.step_min", formatBytes(rule.stepMin)),
+          ruleSide(r, path, "step_max", "reclaim.step_max", formatBytes(rule.stepMax)), "larger", "smaller");
+  r.order(rule.idle.interval <= rule.idle.grace,
+          ruleSide(r, path, "interval", "idle.interval", showDuration(rule.idle.interval)),
+          ruleSide(r, path, "grace", "idle.grace", showDuration(rule.idle.grace)), "longer", "shorter");
+}
+
+// Rules seen so far by their normalised match, so a duplicate is found in one lookup.
+using SeenRules = std::unordered_map<std::string, std::size_t>;
+
+void readRuleKeys(Reader& r, const YAML::Node& node, const std::string& path, const Policy& base, Rule& rule) {
   r.mode(node, path, "mode", rule.mode);
   if (rule.mode == Mode::DropCache) {
     r.fail(node["mode"], path + ".mode", "dropcache drops every cgroup's cache at once and cannot be a rule's mode");
   }
-  constexpr std::uint64_t kMaxSize = 1024 * kGiB;
   r.bytes(node, path, "floor", rule.floor, 0, kMaxSize);
   r.bytes(node, path, "step_min", rule.stepMin, kMiB, kMaxSize);
   r.bytes(node, path, "step_max", rule.stepMax, kMiB, kMaxSize);
@@ -262,76 +124,164 @@ void readRule(Reader& r, const YAML::Node& node, const std::string& path, const 
     rule.idleSource = *source;
   });
   r.duration(node, path, "grace", rule.idle.grace, 1s, 24h);
-  r.percent(node, path, "threshold_percent", rule.idle.thresholdPercent, 0.0, 100.0);
+  r.percent(node, path, "threshold_percent", rule.idle.thresholdPercent, kMinThresholdPercent, 100.0);
   r.duration(node, path, "interval", rule.idle.interval, 1s, 1h);
   if (node["pressure"] && r.checkMap(node["pressure"], path + ".pressure", {"stall", "window"})) {
     rule.pressureStall = base.pressure.stall;
     rule.pressureWindow = base.pressure.window;
     readPressureWindow(r, node["pressure"], path + ".pressure", rule.pressureStall, rule.pressureWindow);
+    const std::string p = path + ".pressure";
+    r.order(rule.pressureStall <= rule.pressureWindow,
+            ruleSide(r, p, "stall", "pressure.stall", showDuration(rule.pressureStall)),
+            ruleSide(r, p, "window", "pressure.window", showDuration(rule.pressureWindow)), "longer", "shorter");
   }
-  if (rule.stepMax < rule.stepMin) r.fail(node, path + ".step_max", "must not be smaller than step_min");
-  if (rule.idle.interval > rule.idle.grace) r.fail(node, path + ".interval", "must not be longer than grace");
-  if (!havePattern) return;
-  for (const Rule& earlier : out) {
-    if (earlier.pattern.text() == rule.pattern.text()) {
-      r.fail(node["match"], path + ".match",
-             "\"" + rule.pattern.text() + "\" is already matched by the rule at line " + std::to_string(earlier.line) +
-                 ": this rule would never apply");
-    }
-  }
-  out.push_back(std::move(rule));
 }
 
-void readRules(Reader& r, const YAML::Node& node, Policy& policy) {
-  if (!node.IsDefined() || node.IsNull()) return;
-  if (!node.IsSequence()) {
-    r.fail(node, "rules", "expected a list of rules (\"- match: ...\")");
+void readRule(Reader& r, const YAML::Node& node, const std::string& path, Policy& policy, SeenRules& seen) {
+  if (!node.IsMap()) return r.fail(node, path, "expected a rule: a mapping with at least \"match\"");
+  if (!r.checkMap(node, path,
+                  {"match", "mode", "floor", "step_min", "step_max", "step_divisor", "idle_source", "grace",
+                   "threshold_percent", "interval", "pressure"})) {
     return;
   }
-  if (policy.mode == Mode::DropCache && node.size() > 0) {
-    r.fail(node, "rules",
-           "per-cgroup rules need mode gradual or disabled: dropcache drops every cgroup's cache at once");
+  Rule rule;
+  rule.line = node.Mark().line + 1;
+  rule.file = r.file();
+  rule.floor = policy.reclaim.cgroupFloor;
+  rule.stepMin = policy.reclaim.stepMin;
+  rule.stepMax = policy.reclaim.stepMax;
+  rule.stepDivisor = policy.reclaim.stepDivisor;
+  rule.idle = policy.idle;
+  bool havePattern = false;
+  r.with(node, path, "match", [&](const YAML::Node& v, const std::string& full) {
+    auto pattern = Pattern::parse(v.Scalar());
+    if (!pattern) return r.fail(v, full, pattern.error().message());
+    rule.pattern = std::move(*pattern);
+    havePattern = true;
+  });
+  if (!node["match"]) r.fail(node, path, "a rule needs \"match\": the cgroups it governs");
+  readRuleKeys(r, node, path, policy, rule);
+  checkRule(r, rule, path);
+  if (!havePattern) return;
+  auto [it, fresh] = seen.emplace(rule.pattern.normalised(), policy.rules.size());
+  if (!fresh) {
+    const Rule& first = policy.rules[it->second];
+    const std::string at =
+        (first.file == rule.file ? "" : r.source(first.file) + " ") + "line " + std::to_string(first.line);
+    const std::string same = first.pattern.text() == rule.pattern.text() ? "" : " (\"" + first.pattern.text() + "\")";
+    return r.fail(node["match"], path + ".match",
+                  "\"" + rule.pattern.text() + "\" is already matched by the rule at " + at + same +
+                      ": this rule would never apply");
   }
-  for (std::size_t i = 0; i < node.size(); ++i) {
-    readRule(r, node[i], "rules[" + std::to_string(i + 1) + "]", policy, policy.rules);
+  policy.rules.push_back(std::move(rule));
+}
+
+// Reads the machine-wide sections of one file onto `policy`: a later file overrides key by key.
+void readSettings(Reader& r, YAML::Node root, Policy& policy) {  // non-const: absent keys read as undefined
+  if (!r.checkMap(root, "", {"mode", "idle", "reclaim", "pressure", "rules"}) || !root.IsMap()) return;
+  r.mode(root, "", "mode", policy.mode);
+  readIdle(r, root["idle"], policy.idle);
+  readReclaim(r, root["reclaim"], policy.reclaim);
+  readPressure(r, root["pressure"], policy.pressure);
+}
+
+// The rules lists of every file, appended in order. The count is checked before any rule is read.
+void readAllRules(Reader& r, const std::vector<YAML::Node>& roots, Policy& policy) {
+  std::size_t total = 0;
+  for (std::size_t f = 0; f < roots.size(); ++f) {
+    if (!roots[f].IsMap() || !roots[f]["rules"]) continue;
+    const YAML::Node rules = roots[f]["rules"];
+    r.setFile(f);
+    if (rules.IsNull()) continue;
+    if (!rules.IsSequence()) {
+      r.fail(rules, "rules", "expected a list of rules (\"- match: ...\")");
+      return;
+    }
+    total += rules.size();
+    if (total > kMaxRules) {
+      r.fail(rules, "rules",
+             std::to_string(total) + " rules so far, more than the " + std::to_string(kMaxRules) + " allowed");
+      return;
+    }
+    if (policy.mode == Mode::DropCache && rules.size() > 0) {
+      r.fail(rules, "rules",
+             "per-cgroup rules need mode gradual or disabled: dropcache drops every cgroup's cache at once");
+    }
   }
+  SeenRules seen;
+  for (std::size_t f = 0; f < roots.size(); ++f) {
+    if (!roots[f].IsMap() || !roots[f]["rules"] || roots[f]["rules"].IsNull()) continue;
+    const YAML::Node rules = roots[f]["rules"];
+    r.setFile(f);
+    for (std::size_t i = 0; i < rules.size(); ++i)
+      readRule(r, rules[i], "rules[" + std::to_string(i + 1) + "]", policy, seen);
+  }
+}
+
+// One file's text as a YAML node; errors go to `r`. A file is one document.
+YAML::Node loadDocument(Reader& r, std::size_t file, const std::string& text) {
+  r.setFile(file);
+  try {
+    std::vector<YAML::Node> docs = YAML::LoadAll(text);
+    if (docs.size() > 1) {
+      const YAML::Mark m = docs[1].Mark();
+      r.failFile(file, m.line + 1, m.column + 1,
+                 "a second YAML document: a policy file is one document (put more in drop-in files)");
+    }
+    return docs.empty() ? YAML::Node() : docs[0];
+  } catch (const YAML::DeepRecursion& e) {
+    r.failFile(file, e.mark.line + 1, e.mark.column + 1,
+               "nested too deeply for the YAML reader (a policy needs 4 levels)");
+  } catch (const YAML::Exception& e) {
+    r.failFile(file, e.mark.line + 1, e.mark.column + 1, "not valid YAML: " + e.msg);
+  }
+  return YAML::Node();
+}
+
+Result<Policy> parseChecked(const std::vector<PolicyText>& files) {
+  std::vector<std::string> sources;
+  std::size_t bytes = 0;
+  for (const PolicyText& f : files) {
+    sources.push_back(f.source);
+    bytes += f.text.size();
+  }
+  if (bytes > kMaxPolicyBytes) {
+    return invalidError(sources.front() + ": " + std::to_string(bytes) + " bytes of policy" +
+                        (files.size() > 1 ? " with its drop-ins" : "") + ", more than the " +
+                        formatBytes(kMaxPolicyBytes) + " allowed");
+  }
+  Reader r(sources);
+  std::vector<YAML::Node> roots;
+  for (std::size_t f = 0; f < files.size(); ++f)
+    roots.push_back(loadDocument(r, f, files[f].text));
+  if (!r.ok()) return r.error();
+  Policy policy;
+  policy.files = sources;
+  for (std::size_t f = 0; f < roots.size(); ++f) {
+    r.setFile(f);
+    readSettings(r, roots[f], policy);  // machine-wide settings first: rules inherit them
+  }
+  checkMachine(r, policy);
+  readAllRules(r, roots, policy);
+  if (!r.ok()) return r.error();
+  return policy;
 }
 
 }  // namespace
 
-Result<Policy> parsePolicy(std::string_view text, const std::string& source) {
-  Reader reader(source);
-  Policy policy;
-  YAML::Node root;
+Result<Policy> parsePolicyFiles(const std::vector<PolicyText>& files) {
+  if (files.empty()) return Policy{};
   try {
-    root = YAML::Load(std::string(text));
-  } catch (const YAML::Exception& e) {
-    return invalidError(source + ":" + std::to_string(e.mark.line + 1) + ":" + std::to_string(e.mark.column + 1) +
-                        ": not valid YAML: " + e.msg);
+    return parseChecked(files);
+  } catch (const std::exception& e) {
+    // yaml-cpp throws on some documents only when they are walked; memory may run out on a
+    // hostile one. Either is a rejected policy, never an abort (a reload keeps the old one).
+    return invalidError(files.front().source + ": cannot be read as a policy: " + e.what());
   }
-  try {
-    if (reader.checkMap(root, "", {"mode", "idle", "reclaim", "pressure", "rules"})) {
-      reader.mode(root, "", "mode", policy.mode);
-      if (root.IsMap()) {
-        // The machine-wide settings first: rules inherit them.
-        readIdle(reader, root["idle"], policy.idle);
-        readReclaim(reader, root["reclaim"], policy.reclaim);
-        readPressure(reader, root["pressure"], policy.pressure);
-        readRules(reader, root["rules"], policy);
-      }
-    }
-  } catch (const YAML::Exception& e) {
-    // yaml-cpp throws on some malformed documents only when they are walked.
-    return invalidError(source + ": " + e.what());
-  }
-  if (!reader.ok()) return reader.error();
-  return policy;
 }
 
-Result<Policy> loadPolicyFile(const std::string& path) {
-  auto text = readFileAt(AT_FDCWD, path);
-  if (!text) return text.error();
-  return parsePolicy(*text, path);
+Result<Policy> parsePolicy(std::string_view text, const std::string& source) {
+  return parsePolicyFiles({PolicyText{source, std::string(text)}});
 }
 
 }  // namespace reclaimd::policies
