@@ -6,6 +6,7 @@
 #include <unordered_map>
 
 #include "base/Units.h"
+#include "policies/Keys.h"
 #include "policies/Reader.h"
 
 namespace reclaimd::policies {
@@ -14,78 +15,80 @@ namespace {
 
 using std::chrono::milliseconds;
 
-// Far above any machine here: a typo guard.
-constexpr std::uint64_t kMaxSize = 1024 * kGiB;
-// One 10 ms tick in 1,000 CPU-seconds (one tick per 10 s interval on 100 CPUs). Below it a
-// threshold only means "not a single tick", which no machine running reclaimd (whose own samples
-// cost ticks) reaches; it also keeps absurd values such as the subnormal 1e-320 out.
-constexpr double kMinThresholdPercent = 0.001;
-
-std::string showDuration(milliseconds d) {
-  return formatDuration(d);
+// The limits of machine key `name`, as the reader's typed functions take them.
+Limits limitsOf(std::string_view name) {
+  const Key* key = findKey(name);
+  return key ? key->limits : Limits{};
+}
+std::uint64_t minBytes(std::string_view name) {
+  return static_cast<std::uint64_t>(limitsOf(name).min);
+}
+std::uint64_t maxBytes(std::string_view name) {
+  return static_cast<std::uint64_t>(limitsOf(name).max);
+}
+milliseconds minSpan(std::string_view name) {
+  return milliseconds(static_cast<std::int64_t>(limitsOf(name).min));
+}
+milliseconds maxSpan(std::string_view name) {
+  return milliseconds(static_cast<std::int64_t>(limitsOf(name).max));
 }
 
-// A side of a check over a machine key: written in some file, or its default.
-Side machineSide(const Reader& r, const std::string& key, std::string value) {
-  return Side{key, std::move(value), r.written(key), "its default"};
+// Reads one machine key from its section's map into `policy`, parsed by its value's type.
+void readKey(Reader& r, const YAML::Node& map, const std::string& section, const Key& key, Policy& policy) {
+  const std::string name(key.name.substr(section.empty() ? 0 : section.size() + 1));
+  const Limits& l = key.limits;
+  std::visit(
+      [&](auto ref) {
+        auto& out = ref(policy);
+        using T = std::decay_t<decltype(out)>;
+        if constexpr (std::is_same_v<T, Mode>) r.mode(map, section, name.c_str(), out);
+        if constexpr (std::is_same_v<T, bool>) r.boolean(map, section, name.c_str(), out);
+        if constexpr (std::is_same_v<T, double>) r.percent(map, section, name.c_str(), out, l.min, l.max);
+        if constexpr (std::is_same_v<T, std::uint64_t>) {
+          r.bytes(map, section, name.c_str(), out, static_cast<std::uint64_t>(l.min),
+                  static_cast<std::uint64_t>(l.max));
+        }
+        if constexpr (std::is_same_v<T, std::uint32_t>) {
+          r.count(map, section, name.c_str(), out, static_cast<std::uint32_t>(l.min),
+                  static_cast<std::uint32_t>(l.max));
+        }
+        if constexpr (std::is_same_v<T, milliseconds>) {
+          r.duration(map, section, name.c_str(), out, milliseconds(static_cast<std::int64_t>(l.min)),
+                     milliseconds(static_cast<std::int64_t>(l.max)));
+        }
+      },
+      key.field);
 }
 
-void readIdle(Reader& r, const YAML::Node& node, IdleSettings& idle) {
-  if (!r.checkMap(node, "idle", {"threshold_percent", "grace", "interval", "sample_period", "predict"})) return;
-  r.percent(node, "idle", "threshold_percent", idle.thresholdPercent, kMinThresholdPercent, 100.0);
-  r.duration(node, "idle", "grace", idle.grace, 1s, 24h);
-  r.duration(node, "idle", "interval", idle.interval, 1s, 1h);
-  // Under 100 ms a sample would often see no tick change at all.
-  r.duration(node, "idle", "sample_period", idle.samplePeriod, 100ms, 1min);
-  r.boolean(node, "idle", "predict", idle.predict);
-}
-
-void readReclaim(Reader& r, const YAML::Node& node, ReclaimSettings& rec) {
-  if (!r.checkMap(node, "reclaim",
-                  {"floor", "step_min", "step_max", "step_divisor", "chunk", "compact", "cgroup_floor"})) {
-    return;
+// Reads every key of `section` ("idle") from its map.
+void readSection(Reader& r, const YAML::Node& node, const std::string& section, Policy& policy) {
+  std::vector<std::string_view> allowed;
+  for (const Key& k : policyKeys()) {
+    if (k.name.starts_with(section + ".")) allowed.push_back(k.name.substr(section.size() + 1));
   }
-  r.bytes(node, "reclaim", "floor", rec.floor, 0, kMaxSize);
-  // Under 1 MiB a request is lost in the kernel's 32-page reclaim batches.
-  r.bytes(node, "reclaim", "step_min", rec.stepMin, kMiB, kMaxSize);
-  r.bytes(node, "reclaim", "step_max", rec.stepMax, kMiB, kMaxSize);
-  r.count(node, "reclaim", "step_divisor", rec.stepDivisor, 1, 4096);
-  r.bytes(node, "reclaim", "chunk", rec.chunk, kMiB, kMaxSize);
-  r.boolean(node, "reclaim", "compact", rec.compact);
-  r.bytes(node, "reclaim", "cgroup_floor", rec.cgroupFloor, 0, kMaxSize);
-}
-
-// The kernel's limits on a trigger: window 500ms..10s, stall within the window.
-void readPressureWindow(Reader& r, const YAML::Node& node, const std::string& path, milliseconds& stall,
-                        milliseconds& window) {
-  r.duration(node, path, "window", window, 500ms, 10s);
-  r.duration(node, path, "stall", stall, 1ms, 10s);
-}
-
-void readPressure(Reader& r, const YAML::Node& node, PressureSettings& p) {
-  if (!r.checkMap(node, "pressure",
-                  {"enabled", "stall", "window", "calm", "min_step", "refault_limit", "refault_window"})) {
-    return;
+  if (!r.checkMap(node, section, allowed)) return;
+  for (const Key& k : policyKeys()) {
+    if (k.name.starts_with(section + ".")) readKey(r, node, section, k, policy);
   }
-  r.boolean(node, "pressure", "enabled", p.enabled);
-  readPressureWindow(r, node, "pressure", p.stall, p.window);
-  r.duration(node, "pressure", "calm", p.calm, 1s, 1h);
-  r.bytes(node, "pressure", "min_step", p.minStep, kMiB, kMaxSize);
-  r.bytes(node, "pressure", "refault_limit", p.refaultLimit, 4 * kKiB, kMaxSize);
-  r.duration(node, "pressure", "refault_window", p.refaultWindow, 1s, 10min);
 }
 
-// Checks between machine keys, once every file is read: a drop-in may change either side.
-void checkMachine(Reader& r, const Policy& p) {
-  auto d = [](milliseconds v) { return showDuration(v); };
-  r.order(p.idle.interval <= p.idle.grace, machineSide(r, "idle.interval", d(p.idle.interval)),
-          machineSide(r, "idle.grace", d(p.idle.grace)), "longer", "shorter");
-  r.order(p.idle.samplePeriod <= p.idle.interval, machineSide(r, "idle.sample_period", d(p.idle.samplePeriod)),
-          machineSide(r, "idle.interval", d(p.idle.interval)), "longer", "shorter");
-  r.order(p.reclaim.stepMin <= p.reclaim.stepMax, machineSide(r, "reclaim.step_min", formatBytes(p.reclaim.stepMin)),
-          machineSide(r, "reclaim.step_max", formatBytes(p.reclaim.stepMax)), "larger", "smaller");
-  r.order(p.pressure.stall <= p.pressure.window, machineSide(r, "pressure.stall", d(p.pressure.stall)),
-          machineSide(r, "pressure.window", d(p.pressure.window)), "longer", "shorter");
+// Checks between machine keys (policyKeyOrders), once every file is read: a drop-in may change
+// either side.
+void checkMachine(Reader& r, const Policy& policy) {
+  for (const KeyOrder& o : policyKeyOrders()) {
+    const Key* low = findKey(o.low);
+    const Key* high = findKey(o.high);
+    Policy copy = policy;
+    const bool durations = std::holds_alternative<PolicyRef<milliseconds>>(low->field);
+    const bool holds = durations ? std::get<PolicyRef<milliseconds>>(low->field)(copy) <=
+                                       std::get<PolicyRef<milliseconds>>(high->field)(copy)
+                                 : std::get<PolicyRef<std::uint64_t>>(low->field)(copy) <=
+                                       std::get<PolicyRef<std::uint64_t>>(high->field)(copy);
+    const std::string lowName(o.low), highName(o.high);
+    r.order(holds, Side{lowName, showValue(*low, policy), r.written(lowName), "its default"},
+            Side{highName, showValue(*high, policy), r.written(highName), "its default"},
+            durations ? "longer" : "larger", durations ? "shorter" : "smaller");
+  }
 }
 
 // A side of a check over a rule key: the rule's own value, or the one it inherits.
@@ -99,11 +102,11 @@ Side ruleSide(const Reader& r, const std::string& path, const char* key, const s
 }
 
 void checkRule(Reader& r, const Rule& rule, const std::string& path) {
-  r.order(rule.stepMin <= rule.stepMax, ruleSide(r, path, "step_min", "reclaim.step_min", formatBytes(rule.stepMin)),
-          ruleSide(r, path, "step_max", "reclaim.step_max", formatBytes(rule.stepMax)), "larger", "smaller");
+  r.order(rule.stepMin <= rule.stepMax, ruleSide(r, path, "step_min", "reclaim.step_min", policySize(rule.stepMin)),
+          ruleSide(r, path, "step_max", "reclaim.step_max", policySize(rule.stepMax)), "larger", "smaller");
   r.order(rule.idle.interval <= rule.idle.grace,
-          ruleSide(r, path, "interval", "idle.interval", showDuration(rule.idle.interval)),
-          ruleSide(r, path, "grace", "idle.grace", showDuration(rule.idle.grace)), "longer", "shorter");
+          ruleSide(r, path, "interval", "idle.interval", policyDuration(rule.idle.interval)),
+          ruleSide(r, path, "grace", "idle.grace", policyDuration(rule.idle.grace)), "longer", "shorter");
 }
 
 // Rules seen so far by their normalised match, so a duplicate is found in one lookup.
@@ -114,26 +117,31 @@ void readRuleKeys(Reader& r, const YAML::Node& node, const std::string& path, co
   if (rule.mode == Mode::DropCache) {
     r.fail(node["mode"], path + ".mode", "dropcache drops every cgroup's cache at once and cannot be a rule's mode");
   }
-  r.bytes(node, path, "floor", rule.floor, 0, kMaxSize);
-  r.bytes(node, path, "step_min", rule.stepMin, kMiB, kMaxSize);
-  r.bytes(node, path, "step_max", rule.stepMax, kMiB, kMaxSize);
-  r.count(node, path, "step_divisor", rule.stepDivisor, 1, 4096);
+  r.bytes(node, path, "floor", rule.floor, minBytes("reclaim.cgroup_floor"), maxBytes("reclaim.cgroup_floor"));
+  r.bytes(node, path, "step_min", rule.stepMin, minBytes("reclaim.step_min"), maxBytes("reclaim.step_min"));
+  r.bytes(node, path, "step_max", rule.stepMax, minBytes("reclaim.step_max"), maxBytes("reclaim.step_max"));
+  const Limits divisor = limitsOf("reclaim.step_divisor");
+  r.count(node, path, "step_divisor", rule.stepDivisor, static_cast<std::uint32_t>(divisor.min),
+          static_cast<std::uint32_t>(divisor.max));
   r.with(node, path, "idle_source", [&](const YAML::Node& v, const std::string& full) {
     auto source = parseIdleSource(v.Scalar());
     if (!source) return r.fail(v, full, "expected system, cgroup or both, got \"" + v.Scalar() + "\"");
     rule.idleSource = *source;
   });
-  r.duration(node, path, "grace", rule.idle.grace, 1s, 24h);
-  r.percent(node, path, "threshold_percent", rule.idle.thresholdPercent, kMinThresholdPercent, 100.0);
-  r.duration(node, path, "interval", rule.idle.interval, 1s, 1h);
+  r.duration(node, path, "grace", rule.idle.grace, minSpan("idle.grace"), maxSpan("idle.grace"));
+  const Limits threshold = limitsOf("idle.threshold_percent");
+  r.percent(node, path, "threshold_percent", rule.idle.thresholdPercent, threshold.min, threshold.max);
+  r.duration(node, path, "interval", rule.idle.interval, minSpan("idle.interval"), maxSpan("idle.interval"));
   if (node["pressure"] && r.checkMap(node["pressure"], path + ".pressure", {"stall", "window"})) {
     rule.pressureStall = base.pressure.stall;
     rule.pressureWindow = base.pressure.window;
-    readPressureWindow(r, node["pressure"], path + ".pressure", rule.pressureStall, rule.pressureWindow);
     const std::string p = path + ".pressure";
+    r.duration(node["pressure"], p, "window", rule.pressureWindow, minSpan("pressure.window"),
+               maxSpan("pressure.window"));
+    r.duration(node["pressure"], p, "stall", rule.pressureStall, minSpan("pressure.stall"), maxSpan("pressure.stall"));
     r.order(rule.pressureStall <= rule.pressureWindow,
-            ruleSide(r, p, "stall", "pressure.stall", showDuration(rule.pressureStall)),
-            ruleSide(r, p, "window", "pressure.window", showDuration(rule.pressureWindow)), "longer", "shorter");
+            ruleSide(r, p, "stall", "pressure.stall", policyDuration(rule.pressureStall)),
+            ruleSide(r, p, "window", "pressure.window", policyDuration(rule.pressureWindow)), "longer", "shorter");
   }
 }
 
@@ -179,10 +187,9 @@ void readRule(Reader& r, const YAML::Node& node, const std::string& path, Policy
 // Reads the machine-wide sections of one file onto `policy`: a later file overrides key by key.
 void readSettings(Reader& r, YAML::Node root, Policy& policy) {  // non-const: absent keys read as undefined
   if (!r.checkMap(root, "", {"mode", "idle", "reclaim", "pressure", "rules"}) || !root.IsMap()) return;
-  r.mode(root, "", "mode", policy.mode);
-  readIdle(r, root["idle"], policy.idle);
-  readReclaim(r, root["reclaim"], policy.reclaim);
-  readPressure(r, root["pressure"], policy.pressure);
+  readKey(r, root, "", *findKey("mode"), policy);
+  for (const char* section : {"idle", "reclaim", "pressure"})
+    readSection(r, root[section], section, policy);
 }
 
 // The rules lists of every file, appended in order. The count is checked before any rule is read.

@@ -23,9 +23,11 @@ namespace reclaimd::policies {
 // kMaxRules, and it bounds the YAML reader's time and memory (a 1 MiB policy loads in well under
 // a second) before any per-rule work.
 inline constexpr std::size_t kMaxPolicyBytes = 1 << 20;
-// Rules in all files. The walk matches every cgroup against every rule every 5 s; 1,000 rules
-// over 10,000 cgroups keeps that pass bounded (see the README's figures), and no real hierarchy
-// needs more distinct patterns than it has kinds of cgroups.
+// Rules in all files. Real policies name a handful of slices and globs; 1,000 leaves room for a
+// generated one while bounding the work: loading 1,000 rules took 41 ms, and matching one
+// cgroup against all of them is 1,000 component comparisons at most per level (10,000 cgroups
+// against 1,000 glob rules: 0.2-0.9 s on a loaded 2-core machine, so a walk should match a
+// cgroup when it appears, not on every pass).
 inline constexpr std::size_t kMaxRules = 1000;
 // Drop-in files read beside one main file: each costs an open and a read at every reload.
 inline constexpr std::size_t kMaxDropIns = 256;

@@ -28,8 +28,7 @@ void Reader::failFile(std::size_t file, int line, int column, const std::string&
   errors_.push_back(sources_[file] + ":" + std::to_string(line) + ":" + std::to_string(column) + ": " + problem);
 }
 
-bool Reader::checkMap(const YAML::Node& node, const std::string& path,
-                      std::initializer_list<std::string_view> allowed) {
+bool Reader::checkMap(const YAML::Node& node, const std::string& path, const std::vector<std::string_view>& allowed) {
   if (!node.IsDefined() || node.IsNull()) return true;  // absent or empty: all defaults
   if (!node.IsMap()) {
     fail(node, path.empty() ? "policy" : path, "expected a mapping of keys to values");

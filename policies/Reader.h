@@ -53,7 +53,7 @@ class Reader {
   void failFile(std::size_t file, int line, int column, const std::string& problem);
 
   // True when `node` is a mapping (or empty); reports unknown and repeated keys.
-  bool checkMap(const YAML::Node& node, const std::string& path, std::initializer_list<std::string_view> allowed);
+  bool checkMap(const YAML::Node& node, const std::string& path, const std::vector<std::string_view>& allowed);
 
   // Where `key` ("idle.grace") was last written, or nullptr.
   const Where* written(const std::string& key) const;

@@ -213,7 +213,7 @@ INSTANTIATE_TEST_SUITE_P(
         BlameCase{"sample_alone", "idle:\n  interval: 1s\n  sample_period: 2s\n",
                   "b.yaml:3:18: idle.sample_period: must not be longer than idle.interval (1s)"},
         BlameCase{"step_min_alone", "reclaim:\n  step_min: 2G\n",
-                  "b.yaml:2:13: reclaim.step_min: must not be larger than reclaim.step_max (1GiB, its default)"},
+                  "b.yaml:2:13: reclaim.step_min: must not be larger than reclaim.step_max (1G, its default)"},
         BlameCase{"window_alone", "pressure:\n  window: 500ms\n  stall: 600ms\n",
                   "b.yaml:3:10: pressure.stall: must not be longer than pressure.window (500ms)"},
         BlameCase{"rule_grace", "rules:\n  - match: a\n    grace: 5s\n",
