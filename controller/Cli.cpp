@@ -18,6 +18,7 @@
 #include "controller/ModeChoice.h"
 #include "controller/Probe.h"
 #include "controller/shell/Daemon.h"
+#include "policies/Keys.h"
 #include "policies/Loader.h"
 #include "policies/Rules.h"
 #include "policies/Step.h"
@@ -172,15 +173,8 @@ int commandCheckConfig(const std::string& file, const std::vector<std::string>& 
   }
   const auto& p = *policy;
   std::cout << file << ": valid\n"
-            << "mode: " << toString(p.mode) << "\n"
-            << "idle: threshold " << p.idle.thresholdPercent << "%, grace " << formatDuration(p.idle.grace)
-            << ", interval " << formatDuration(p.idle.interval) << ", sample every "
-            << formatDuration(p.idle.samplePeriod) << "\n"
-            << "reclaim: floor " << formatBytes(p.reclaim.floor) << ", step MemTotal/" << p.reclaim.stepDivisor
-            << " within " << formatBytes(p.reclaim.stepMin) << ".." << formatBytes(p.reclaim.stepMax) << ", chunk "
-            << formatBytes(p.reclaim.chunk) << ", compact " << (p.reclaim.compact ? "yes" : "no") << "\n"
-            << "rules: " << p.rules.size() << (p.rules.empty() ? " (the whole tree under the settings above)" : "")
-            << "\n";
+            << policies::describeSettings(p) << "rules: " << p.rules.size()
+            << (p.rules.empty() ? " (the whole tree under the settings above)" : "") << "\n";
   for (std::size_t i = 0; i < p.rules.size(); ++i) {
     const auto& r = p.rules[i];
     std::cout << "  " << i + 1 << ". line " << r.line << " match \"" << r.pattern.text() << "\": " << toString(r.mode)

@@ -1,15 +1,13 @@
 #include "policies/Loader.h"
 
-#include <fcntl.h>
-#include <fmt/format.h>
+#include <yaml-cpp/depthguard.h>
 #include <yaml-cpp/yaml.h>
 
-#include <charconv>
-#include <set>
-#include <vector>
+#include <unordered_map>
 
-#include "base/Files.h"
 #include "base/Units.h"
+#include "policies/Keys.h"
+#include "policies/Reader.h"
 
 namespace reclaimd::policies {
 
@@ -17,216 +15,138 @@ namespace {
 
 using std::chrono::milliseconds;
 
-// Collects every problem of a file with its position; yaml-cpp stays inside this file.
-class Reader {
- public:
-  explicit Reader(std::string source) : source_(std::move(source)) {}
+// The limits of machine key `name`, as the reader's typed functions take them.
+Limits limitsOf(std::string_view name) {
+  const Key* key = findKey(name);
+  return key ? key->limits : Limits{};
+}
+std::uint64_t minBytes(std::string_view name) {
+  return static_cast<std::uint64_t>(limitsOf(name).min);
+}
+std::uint64_t maxBytes(std::string_view name) {
+  return static_cast<std::uint64_t>(limitsOf(name).max);
+}
+milliseconds minSpan(std::string_view name) {
+  return milliseconds(static_cast<std::int64_t>(limitsOf(name).min));
+}
+milliseconds maxSpan(std::string_view name) {
+  return milliseconds(static_cast<std::int64_t>(limitsOf(name).max));
+}
 
-  void fail(const YAML::Node& node, const std::string& key, const std::string& problem) {
-    const YAML::Mark mark = node.Mark();
-    errors_.push_back(source_ + ":" + std::to_string(mark.line + 1) + ":" + std::to_string(mark.column + 1) + ": " +
-                      key + ": " + problem);
+// Reads one machine key from its section's map into `policy`, parsed by its value's type.
+void readKey(Reader& r, const YAML::Node& map, const std::string& section, const Key& key, Policy& policy) {
+  const std::string name(key.name.substr(section.empty() ? 0 : section.size() + 1));
+  const Limits& l = key.limits;
+  std::visit(
+      [&](auto ref) {
+        auto& out = ref(policy);
+        using T = std::decay_t<decltype(out)>;
+        if constexpr (std::is_same_v<T, Mode>) r.mode(map, section, name.c_str(), out);
+        if constexpr (std::is_same_v<T, bool>) r.boolean(map, section, name.c_str(), out);
+        if constexpr (std::is_same_v<T, double>) r.percent(map, section, name.c_str(), out, l.min, l.max);
+        if constexpr (std::is_same_v<T, std::uint64_t>) {
+          r.bytes(map, section, name.c_str(), out, static_cast<std::uint64_t>(l.min),
+                  static_cast<std::uint64_t>(l.max));
+        }
+        if constexpr (std::is_same_v<T, std::uint32_t>) {
+          r.count(map, section, name.c_str(), out, static_cast<std::uint32_t>(l.min),
+                  static_cast<std::uint32_t>(l.max));
+        }
+        if constexpr (std::is_same_v<T, milliseconds>) {
+          r.duration(map, section, name.c_str(), out, milliseconds(static_cast<std::int64_t>(l.min)),
+                     milliseconds(static_cast<std::int64_t>(l.max)));
+        }
+      },
+      key.field);
+}
+
+// Reads every key of `section` ("idle") from its map.
+void readSection(Reader& r, const YAML::Node& node, const std::string& section, Policy& policy) {
+  std::vector<std::string_view> allowed;
+  for (const Key& k : policyKeys()) {
+    if (k.name.starts_with(section + ".")) allowed.push_back(k.name.substr(section.size() + 1));
   }
-
-  // True when `node` is a mapping (or empty); reports unknown and repeated keys.
-  bool checkMap(const YAML::Node& node, const std::string& path, std::initializer_list<std::string_view> allowed) {
-    if (!node.IsDefined() || node.IsNull()) return true;  // absent or empty: all defaults
-    if (!node.IsMap()) {
-      fail(node, path.empty() ? "policy" : path, "expected a mapping of keys to values");
-      return false;
-    }
-    std::set<std::string> seen;
-    for (auto it = node.begin(); it != node.end(); ++it) {
-      const YAML::Node keyNode = it->first;  // a copy: the iterator yields a temporary proxy
-      if (!keyNode.IsScalar()) {
-        fail(keyNode, path.empty() ? "policy" : path, "keys must be plain words");
-        continue;
-      }
-      const std::string& key = keyNode.Scalar();
-      const std::string full = path.empty() ? key : path + "." + key;
-      if (!seen.insert(key).second) fail(keyNode, full, "key appears twice");
-      bool known = false;
-      for (auto a : allowed)
-        known = known || a == key;
-      if (!known) {
-        std::string list;
-        for (auto a : allowed)
-          list += (list.empty() ? "" : ", ") + std::string(a);
-        fail(keyNode, full, "unknown key (known here: " + list + ")");
-      }
-    }
-    return true;
-  }
-
-  // Calls `read(value, fullKey)` when `key` is present in the map.
-  template <typename Fn>
-  void with(const YAML::Node& map, const std::string& path, const char* key, Fn read) {
-    if (!map.IsMap()) return;
-    YAML::Node value = map[key];
-    if (!value.IsDefined()) return;
-    const std::string full = path.empty() ? key : path + "." + key;
-    if (!value.IsScalar()) {
-      fail(value, full, "expected a single value");
-      return;
-    }
-    read(value, full);
-  }
-
-  void bytes(const YAML::Node& map, const std::string& path, const char* key, std::uint64_t& out, std::uint64_t min,
-             std::uint64_t max) {
-    with(map, path, key, [&](const YAML::Node& v, const std::string& full) {
-      auto parsed = parseBytes(v.Scalar());
-      if (!parsed) return fail(v, full, "expected a size like \"128M\" or \"1G\", got \"" + v.Scalar() + "\"");
-      if (*parsed < min || *parsed > max) {
-        return fail(v, full,
-                    "must be between " + formatBytes(min) + " and " + formatBytes(max) + ", got " + v.Scalar());
-      }
-      out = *parsed;
-    });
-  }
-
-  void duration(const YAML::Node& map, const std::string& path, const char* key, milliseconds& out, milliseconds min,
-                milliseconds max) {
-    with(map, path, key, [&](const YAML::Node& v, const std::string& full) {
-      auto parsed = parseDuration(v.Scalar());
-      if (!parsed)
-        return fail(v, full, "expected a duration like \"500ms\", \"30s\" or \"2m\", got \"" + v.Scalar() + "\"");
-      if (*parsed < min || *parsed > max) {
-        return fail(v, full,
-                    "must be between " + formatDuration(min) + " and " + formatDuration(max) + ", got " + v.Scalar());
-      }
-      out = *parsed;
-    });
-  }
-
-  void percent(const YAML::Node& map, const std::string& path, const char* key, double& out, double min, double max) {
-    with(map, path, key, [&](const YAML::Node& v, const std::string& full) {
-      std::string_view text = v.Scalar();
-      if (!text.empty() && text.back() == '%') text.remove_suffix(1);
-      double value = 0;
-      auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-      if (ec != std::errc() || ptr != text.data() + text.size() || text.empty()) {
-        return fail(v, full, "expected a percentage like 0.5, got \"" + v.Scalar() + "\"");
-      }
-      if (!(value > min && value <= max)) {
-        return fail(v, full,
-                    "must be above " + fmt::format("{:g}", min) + " and at most " + fmt::format("{:g}", max) +
-                        ", got " + v.Scalar());
-      }
-      out = value;
-    });
-  }
-
-  void count(const YAML::Node& map, const std::string& path, const char* key, std::uint32_t& out, std::uint32_t min,
-             std::uint32_t max) {
-    with(map, path, key, [&](const YAML::Node& v, const std::string& full) {
-      auto parsed = parseU64(v.Scalar());
-      if (!parsed || *parsed < min || *parsed > max) {
-        return fail(v, full,
-                    "expected a whole number from " + std::to_string(min) + " to " + std::to_string(max) + ", got \"" +
-                        v.Scalar() + "\"");
-      }
-      out = static_cast<std::uint32_t>(*parsed);
-    });
-  }
-
-  void boolean(const YAML::Node& map, const std::string& path, const char* key, bool& out) {
-    with(map, path, key, [&](const YAML::Node& v, const std::string& full) {
-      if (v.Scalar() == "true")
-        out = true;
-      else if (v.Scalar() == "false")
-        out = false;
-      else
-        fail(v, full, "expected true or false, got \"" + v.Scalar() + "\"");
-    });
-  }
-
-  void mode(const YAML::Node& map, const std::string& path, const char* key, Mode& out) {
-    with(map, path, key, [&](const YAML::Node& v, const std::string& full) {
-      auto parsed = parseMode(v.Scalar());
-      if (!parsed) return fail(v, full, "expected disabled, dropcache or gradual, got \"" + v.Scalar() + "\"");
-      out = *parsed;
-    });
-  }
-
-  bool ok() const { return errors_.empty(); }
-  Error error() const {
-    std::string all;
-    for (const auto& e : errors_)
-      all += (all.empty() ? "" : "\n") + e;
-    return invalidError(all);
-  }
-
- private:
-  std::string source_;
-  std::vector<std::string> errors_;
-};
-
-void readIdle(Reader& r, const YAML::Node& node, IdleSettings& idle) {
-  if (!r.checkMap(node, "idle", {"threshold_percent", "grace", "interval", "sample_period", "predict"})) return;
-  r.percent(node, "idle", "threshold_percent", idle.thresholdPercent, 0.0, 100.0);
-  r.duration(node, "idle", "grace", idle.grace, 1s, 24h);
-  r.duration(node, "idle", "interval", idle.interval, 1s, 1h);
-  // Under 100 ms a sample would often see no tick change at all.
-  r.duration(node, "idle", "sample_period", idle.samplePeriod, 100ms, 1min);
-  r.boolean(node, "idle", "predict", idle.predict);
-  if (node.IsMap()) {
-    if (idle.interval > idle.grace)
-      r.fail(node["interval"] ? node["interval"] : node, "idle.interval", "must not be longer than idle.grace");
-    if (idle.samplePeriod > idle.interval) {
-      r.fail(node["sample_period"] ? node["sample_period"] : node, "idle.sample_period",
-             "must not be longer than idle.interval");
-    }
+  if (!r.checkMap(node, section, allowed)) return;
+  for (const Key& k : policyKeys()) {
+    if (k.name.starts_with(section + ".")) readKey(r, node, section, k, policy);
   }
 }
 
-void readReclaim(Reader& r, const YAML::Node& node, ReclaimSettings& rec) {
-  if (!r.checkMap(node, "reclaim",
-                  {"floor", "step_min", "step_max", "step_divisor", "chunk", "compact", "cgroup_floor"})) {
-    return;
-  }
-  constexpr std::uint64_t kMaxSize = 1024 * kGiB;  // far above any machine here: a typo guard
-  r.bytes(node, "reclaim", "floor", rec.floor, 0, kMaxSize);
-  // Under 1 MiB a request is lost in the kernel's 32-page reclaim batches.
-  r.bytes(node, "reclaim", "step_min", rec.stepMin, kMiB, kMaxSize);
-  r.bytes(node, "reclaim", "step_max", rec.stepMax, kMiB, kMaxSize);
-  r.count(node, "reclaim", "step_divisor", rec.stepDivisor, 1, 4096);
-  r.bytes(node, "reclaim", "chunk", rec.chunk, kMiB, kMaxSize);
-  r.boolean(node, "reclaim", "compact", rec.compact);
-  r.bytes(node, "reclaim", "cgroup_floor", rec.cgroupFloor, 0, kMaxSize);
-  if (node.IsMap() && rec.stepMax < rec.stepMin) {
-    r.fail(node["step_max"] ? node["step_max"] : node, "reclaim.step_max", "must not be smaller than reclaim.step_min");
-  }
-}
-
-// The kernel's limits on a trigger: window 500ms..10s, stall within the window.
-void readPressureWindow(Reader& r, const YAML::Node& node, const std::string& path, std::chrono::milliseconds& stall,
-                        std::chrono::milliseconds& window) {
-  r.duration(node, path, "window", window, 500ms, 10s);
-  r.duration(node, path, "stall", stall, 1ms, 10s);
-  if (node.IsMap() && stall.count() > 0 && window.count() > 0 && stall > window) {
-    r.fail(node["stall"] ? node["stall"] : node, path + ".stall", "must not be longer than the window");
+// Checks between machine keys (policyKeyOrders), once every file is read: a drop-in may change
+// either side.
+void checkMachine(Reader& r, const Policy& policy) {
+  for (const KeyOrder& o : policyKeyOrders()) {
+    const Key* low = findKey(o.low);
+    const Key* high = findKey(o.high);
+    Policy copy = policy;
+    const bool durations = std::holds_alternative<PolicyRef<milliseconds>>(low->field);
+    const bool holds = durations ? std::get<PolicyRef<milliseconds>>(low->field)(copy) <=
+                                       std::get<PolicyRef<milliseconds>>(high->field)(copy)
+                                 : std::get<PolicyRef<std::uint64_t>>(low->field)(copy) <=
+                                       std::get<PolicyRef<std::uint64_t>>(high->field)(copy);
+    const std::string lowName(o.low), highName(o.high);
+    r.order(holds, Side{lowName, showValue(*low, policy), r.written(lowName), "its default"},
+            Side{highName, showValue(*high, policy), r.written(highName), "its default"},
+            durations ? "longer" : "larger", durations ? "shorter" : "smaller");
   }
 }
 
-void readPressure(Reader& r, const YAML::Node& node, PressureSettings& p) {
-  if (!r.checkMap(node, "pressure",
-                  {"enabled", "stall", "window", "calm", "min_step", "refault_limit", "refault_window"})) {
-    return;
-  }
-  r.boolean(node, "pressure", "enabled", p.enabled);
-  readPressureWindow(r, node, "pressure", p.stall, p.window);
-  r.duration(node, "pressure", "calm", p.calm, 1s, 1h);
-  r.bytes(node, "pressure", "min_step", p.minStep, kMiB, 1024 * kGiB);
-  r.bytes(node, "pressure", "refault_limit", p.refaultLimit, 4 * kKiB, 1024 * kGiB);
-  r.duration(node, "pressure", "refault_window", p.refaultWindow, 1s, 10min);
+// A side of a check over a rule key: the rule's own value, or the one it inherits.
+Side ruleSide(const Reader& r, const std::string& path, const char* key, const std::string& machineKey,
+              std::string value) {
+  const std::string own = path + "." + key;
+  // The file check: "rules[1]" of an earlier file is another rule.
+  const Where* w = r.written(own);
+  if (w && w->file == r.file()) return Side{own, std::move(value), w, ""};
+  return Side{machineKey, std::move(value), nullptr, "the machine's"};
 }
 
-void readRule(Reader& r, const YAML::Node& node, const std::string& path, const Policy& base, std::vector<Rule>& out) {
-  if (!node.IsMap()) {
-    r.fail(node, path, "expected a rule: a mapping with at least \"match\"");
-    return;
+void checkRule(Reader& r, const Rule& rule, const std::string& path) {
+  r.order(rule.stepMin <= rule.stepMax, ruleSide(r, path, "step_min", "reclaim.step_min", policySize(rule.stepMin)),
+          ruleSide(r, path, "step_max", "reclaim.step_max", policySize(rule.stepMax)), "larger", "smaller");
+  r.order(rule.idle.interval <= rule.idle.grace,
+          ruleSide(r, path, "interval", "idle.interval", policyDuration(rule.idle.interval)),
+          ruleSide(r, path, "grace", "idle.grace", policyDuration(rule.idle.grace)), "longer", "shorter");
+}
+
+// Rules seen so far by their normalised match, so a duplicate is found in one lookup.
+using SeenRules = std::unordered_map<std::string, std::size_t>;
+
+void readRuleKeys(Reader& r, const YAML::Node& node, const std::string& path, const Policy& base, Rule& rule) {
+  r.mode(node, path, "mode", rule.mode);
+  if (rule.mode == Mode::DropCache) {
+    r.fail(node["mode"], path + ".mode", "dropcache drops every cgroup's cache at once and cannot be a rule's mode");
   }
+  r.bytes(node, path, "floor", rule.floor, minBytes("reclaim.cgroup_floor"), maxBytes("reclaim.cgroup_floor"));
+  r.bytes(node, path, "step_min", rule.stepMin, minBytes("reclaim.step_min"), maxBytes("reclaim.step_min"));
+  r.bytes(node, path, "step_max", rule.stepMax, minBytes("reclaim.step_max"), maxBytes("reclaim.step_max"));
+  const Limits divisor = limitsOf("reclaim.step_divisor");
+  r.count(node, path, "step_divisor", rule.stepDivisor, static_cast<std::uint32_t>(divisor.min),
+          static_cast<std::uint32_t>(divisor.max));
+  r.with(node, path, "idle_source", [&](const YAML::Node& v, const std::string& full) {
+    auto source = parseIdleSource(v.Scalar());
+    if (!source) return r.fail(v, full, "expected system, cgroup or both, got \"" + v.Scalar() + "\"");
+    rule.idleSource = *source;
+  });
+  r.duration(node, path, "grace", rule.idle.grace, minSpan("idle.grace"), maxSpan("idle.grace"));
+  const Limits threshold = limitsOf("idle.threshold_percent");
+  r.percent(node, path, "threshold_percent", rule.idle.thresholdPercent, threshold.min, threshold.max);
+  r.duration(node, path, "interval", rule.idle.interval, minSpan("idle.interval"), maxSpan("idle.interval"));
+  if (node["pressure"] && r.checkMap(node["pressure"], path + ".pressure", {"stall", "window"})) {
+    rule.pressureStall = base.pressure.stall;
+    rule.pressureWindow = base.pressure.window;
+    const std::string p = path + ".pressure";
+    r.duration(node["pressure"], p, "window", rule.pressureWindow, minSpan("pressure.window"),
+               maxSpan("pressure.window"));
+    r.duration(node["pressure"], p, "stall", rule.pressureStall, minSpan("pressure.stall"), maxSpan("pressure.stall"));
+    r.order(rule.pressureStall <= rule.pressureWindow,
+            ruleSide(r, p, "stall", "pressure.stall", policyDuration(rule.pressureStall)),
+            ruleSide(r, p, "window", "pressure.window", policyDuration(rule.pressureWindow)), "longer", "shorter");
+  }
+}
+
+void readRule(Reader& r, const YAML::Node& node, const std::string& path, Policy& policy, SeenRules& seen) {
+  if (!node.IsMap()) return r.fail(node, path, "expected a rule: a mapping with at least \"match\"");
   if (!r.checkMap(node, path,
                   {"match", "mode", "floor", "step_min", "step_max", "step_divisor", "idle_source", "grace",
                    "threshold_percent", "interval", "pressure"})) {
@@ -234,11 +154,12 @@ void readRule(Reader& r, const YAML::Node& node, const std::string& path, const 
   }
   Rule rule;
   rule.line = node.Mark().line + 1;
-  rule.floor = base.reclaim.cgroupFloor;
-  rule.stepMin = base.reclaim.stepMin;
-  rule.stepMax = base.reclaim.stepMax;
-  rule.stepDivisor = base.reclaim.stepDivisor;
-  rule.idle = base.idle;
+  rule.file = r.file();
+  rule.floor = policy.reclaim.cgroupFloor;
+  rule.stepMin = policy.reclaim.stepMin;
+  rule.stepMax = policy.reclaim.stepMax;
+  rule.stepDivisor = policy.reclaim.stepDivisor;
+  rule.idle = policy.idle;
   bool havePattern = false;
   r.with(node, path, "match", [&](const YAML::Node& v, const std::string& full) {
     auto pattern = Pattern::parse(v.Scalar());
@@ -247,91 +168,127 @@ void readRule(Reader& r, const YAML::Node& node, const std::string& path, const 
     havePattern = true;
   });
   if (!node["match"]) r.fail(node, path, "a rule needs \"match\": the cgroups it governs");
-  r.mode(node, path, "mode", rule.mode);
-  if (rule.mode == Mode::DropCache) {
-    r.fail(node["mode"], path + ".mode", "dropcache drops every cgroup's cache at once and cannot be a rule's mode");
-  }
-  constexpr std::uint64_t kMaxSize = 1024 * kGiB;
-  r.bytes(node, path, "floor", rule.floor, 0, kMaxSize);
-  r.bytes(node, path, "step_min", rule.stepMin, kMiB, kMaxSize);
-  r.bytes(node, path, "step_max", rule.stepMax, kMiB, kMaxSize);
-  r.count(node, path, "step_divisor", rule.stepDivisor, 1, 4096);
-  r.with(node, path, "idle_source", [&](const YAML::Node& v, const std::string& full) {
-    auto source = parseIdleSource(v.Scalar());
-    if (!source) return r.fail(v, full, "expected system, cgroup or both, got \"" + v.Scalar() + "\"");
-    rule.idleSource = *source;
-  });
-  r.duration(node, path, "grace", rule.idle.grace, 1s, 24h);
-  r.percent(node, path, "threshold_percent", rule.idle.thresholdPercent, 0.0, 100.0);
-  r.duration(node, path, "interval", rule.idle.interval, 1s, 1h);
-  if (node["pressure"] && r.checkMap(node["pressure"], path + ".pressure", {"stall", "window"})) {
-    rule.pressureStall = base.pressure.stall;
-    rule.pressureWindow = base.pressure.window;
-    readPressureWindow(r, node["pressure"], path + ".pressure", rule.pressureStall, rule.pressureWindow);
-  }
-  if (rule.stepMax < rule.stepMin) r.fail(node, path + ".step_max", "must not be smaller than step_min");
-  if (rule.idle.interval > rule.idle.grace) r.fail(node, path + ".interval", "must not be longer than grace");
+  readRuleKeys(r, node, path, policy, rule);
+  checkRule(r, rule, path);
   if (!havePattern) return;
-  for (const Rule& earlier : out) {
-    if (earlier.pattern.text() == rule.pattern.text()) {
-      r.fail(node["match"], path + ".match",
-             "\"" + rule.pattern.text() + "\" is already matched by the rule at line " + std::to_string(earlier.line) +
-                 ": this rule would never apply");
-    }
+  auto [it, fresh] = seen.emplace(rule.pattern.normalised(), policy.rules.size());
+  if (!fresh) {
+    const Rule& first = policy.rules[it->second];
+    const std::string at =
+        (first.file == rule.file ? "" : r.source(first.file) + " ") + "line " + std::to_string(first.line);
+    const std::string same = first.pattern.text() == rule.pattern.text() ? "" : " (\"" + first.pattern.text() + "\")";
+    return r.fail(node["match"], path + ".match",
+                  "\"" + rule.pattern.text() + "\" is already matched by the rule at " + at + same +
+                      ": this rule would never apply");
   }
-  out.push_back(std::move(rule));
+  policy.rules.push_back(std::move(rule));
 }
 
-void readRules(Reader& r, const YAML::Node& node, Policy& policy) {
-  if (!node.IsDefined() || node.IsNull()) return;
-  if (!node.IsSequence()) {
-    r.fail(node, "rules", "expected a list of rules (\"- match: ...\")");
-    return;
+// Reads the machine-wide sections of one file onto `policy`: a later file overrides key by key.
+void readSettings(Reader& r, YAML::Node root, Policy& policy) {  // non-const: absent keys read as undefined
+  if (!r.checkMap(root, "", {"mode", "idle", "reclaim", "pressure", "rules"}) || !root.IsMap()) return;
+  readKey(r, root, "", *findKey("mode"), policy);
+  for (const char* section : {"idle", "reclaim", "pressure"})
+    readSection(r, root[section], section, policy);
+}
+
+// The rules lists of every file, appended in order. The count is checked before any rule is read.
+void readAllRules(Reader& r, const std::vector<YAML::Node>& roots, Policy& policy) {
+  std::size_t total = 0;
+  for (std::size_t f = 0; f < roots.size(); ++f) {
+    if (!roots[f].IsMap() || !roots[f]["rules"]) continue;
+    const YAML::Node rules = roots[f]["rules"];
+    r.setFile(f);
+    if (rules.IsNull()) continue;
+    if (!rules.IsSequence()) {
+      r.fail(rules, "rules", "expected a list of rules (\"- match: ...\")");
+      return;
+    }
+    total += rules.size();
+    if (total > kMaxRules) {
+      r.fail(rules, "rules",
+             std::to_string(total) + " rules so far, more than the " + std::to_string(kMaxRules) + " allowed");
+      return;
+    }
+    if (policy.mode == Mode::DropCache && rules.size() > 0) {
+      r.fail(rules, "rules",
+             "per-cgroup rules need mode gradual or disabled: dropcache drops every cgroup's cache at once");
+    }
   }
-  if (policy.mode == Mode::DropCache && node.size() > 0) {
-    r.fail(node, "rules",
-           "per-cgroup rules need mode gradual or disabled: dropcache drops every cgroup's cache at once");
+  SeenRules seen;
+  for (std::size_t f = 0; f < roots.size(); ++f) {
+    if (!roots[f].IsMap() || !roots[f]["rules"] || roots[f]["rules"].IsNull()) continue;
+    const YAML::Node rules = roots[f]["rules"];
+    r.setFile(f);
+    for (std::size_t i = 0; i < rules.size(); ++i)
+      readRule(r, rules[i], "rules[" + std::to_string(i + 1) + "]", policy, seen);
   }
-  for (std::size_t i = 0; i < node.size(); ++i) {
-    readRule(r, node[i], "rules[" + std::to_string(i + 1) + "]", policy, policy.rules);
+}
+
+// One file's text as a YAML node; errors go to `r`. A file is one document.
+YAML::Node loadDocument(Reader& r, std::size_t file, const std::string& text) {
+  r.setFile(file);
+  try {
+    std::vector<YAML::Node> docs = YAML::LoadAll(text);
+    if (docs.size() > 1) {
+      const YAML::Mark m = docs[1].Mark();
+      r.failFile(file, m.line + 1, m.column + 1,
+                 "a second YAML document: a policy file is one document (put more in drop-in files)");
+    }
+    return docs.empty() ? YAML::Node() : docs[0];
+  } catch (const YAML::DeepRecursion& e) {
+    r.failFile(file, e.mark.line + 1, e.mark.column + 1,
+               "nested too deeply for the YAML reader (a policy needs 4 levels)");
+  } catch (const YAML::Exception& e) {
+    r.failFile(file, e.mark.line + 1, e.mark.column + 1, "not valid YAML: " + e.msg);
   }
+  return YAML::Node();
+}
+
+Result<Policy> parseChecked(const std::vector<PolicyText>& files) {
+  std::vector<std::string> sources;
+  std::size_t bytes = 0;
+  for (const PolicyText& f : files) {
+    sources.push_back(f.source);
+    bytes += f.text.size();
+  }
+  if (bytes > kMaxPolicyBytes) {
+    return invalidError(sources.front() + ": " + std::to_string(bytes) + " bytes of policy" +
+                        (files.size() > 1 ? " with its drop-ins" : "") + ", more than the " +
+                        formatBytes(kMaxPolicyBytes) + " allowed");
+  }
+  Reader r(sources);
+  std::vector<YAML::Node> roots;
+  for (std::size_t f = 0; f < files.size(); ++f)
+    roots.push_back(loadDocument(r, f, files[f].text));
+  if (!r.ok()) return r.error();
+  Policy policy;
+  policy.files = sources;
+  for (std::size_t f = 0; f < roots.size(); ++f) {
+    r.setFile(f);
+    readSettings(r, roots[f], policy);  // machine-wide settings first: rules inherit them
+  }
+  checkMachine(r, policy);
+  readAllRules(r, roots, policy);
+  if (!r.ok()) return r.error();
+  return policy;
 }
 
 }  // namespace
 
-Result<Policy> parsePolicy(std::string_view text, const std::string& source) {
-  Reader reader(source);
-  Policy policy;
-  YAML::Node root;
+Result<Policy> parsePolicyFiles(const std::vector<PolicyText>& files) {
+  if (files.empty()) return Policy{};
   try {
-    root = YAML::Load(std::string(text));
-  } catch (const YAML::Exception& e) {
-    return invalidError(source + ":" + std::to_string(e.mark.line + 1) + ":" + std::to_string(e.mark.column + 1) +
-                        ": not valid YAML: " + e.msg);
+    return parseChecked(files);
+  } catch (const std::exception& e) {
+    // yaml-cpp throws on some documents only when they are walked; memory may run out on a
+    // hostile one. Either is a rejected policy, never an abort (a reload keeps the old one).
+    return invalidError(files.front().source + ": cannot be read as a policy: " + e.what());
   }
-  try {
-    if (reader.checkMap(root, "", {"mode", "idle", "reclaim", "pressure", "rules"})) {
-      reader.mode(root, "", "mode", policy.mode);
-      if (root.IsMap()) {
-        // The machine-wide settings first: rules inherit them.
-        readIdle(reader, root["idle"], policy.idle);
-        readReclaim(reader, root["reclaim"], policy.reclaim);
-        readPressure(reader, root["pressure"], policy.pressure);
-        readRules(reader, root["rules"], policy);
-      }
-    }
-  } catch (const YAML::Exception& e) {
-    // yaml-cpp throws on some malformed documents only when they are walked.
-    return invalidError(source + ": " + e.what());
-  }
-  if (!reader.ok()) return reader.error();
-  return policy;
 }
 
-Result<Policy> loadPolicyFile(const std::string& path) {
-  auto text = readFileAt(AT_FDCWD, path);
-  if (!text) return text.error();
-  return parsePolicy(*text, path);
+Result<Policy> parsePolicy(std::string_view text, const std::string& source) {
+  return parsePolicyFiles({PolicyText{source, std::string(text)}});
 }
 
 }  // namespace reclaimd::policies

@@ -2,6 +2,9 @@
 
 #include <fnmatch.h>
 
+#include <bit>
+#include <cstring>
+
 namespace reclaimd::policies {
 
 namespace {
@@ -10,21 +13,19 @@ bool hasWildcard(std::string_view component) {
   return component.find_first_of("*?[") != std::string_view::npos;
 }
 
-// Matches components[i..] against path[j..]; "**" takes any number of whole components.
-bool matchFrom(const std::vector<std::string>& pattern, std::size_t i, const std::vector<std::string_view>& path,
-               std::size_t j) {
-  for (; i < pattern.size(); ++i, ++j) {
-    if (pattern[i] == "**") {
-      for (std::size_t k = j; k <= path.size(); ++k) {
-        if (matchFrom(pattern, i + 1, path, k)) return true;
-      }
-      return false;
-    }
-    if (j >= path.size()) return false;
-    const std::string component(path[j]);
-    if (fnmatch(pattern[i].c_str(), component.c_str(), 0) != 0) return false;
+// One pattern component against one cgroup name. An exact component compares bytes: a
+// backslash is part of the name (systemd escapes '-' as "\x2d"), never an fnmatch escape, and
+// FNM_NOESCAPE keeps globs the same ("system-systemd\x2d*.slice").
+bool componentMatches(const std::string& pattern, bool literal, std::string_view name) {
+  if (literal) return pattern == name;
+  // fnmatch needs a terminated string; kernel names fit the buffer (NAME_MAX), others are copied.
+  char buffer[kMaxComponentBytes + 1];
+  if (name.size() <= kMaxComponentBytes) {
+    std::memcpy(buffer, name.data(), name.size());
+    buffer[name.size()] = '\0';
+    return fnmatch(pattern.c_str(), buffer, FNM_NOESCAPE) == 0;
   }
-  return j == path.size();
+  return fnmatch(pattern.c_str(), std::string(name).c_str(), FNM_NOESCAPE) == 0;
 }
 
 }  // namespace
@@ -44,6 +45,9 @@ std::vector<std::string_view> splitPath(std::string_view path) {
 Result<Pattern> Pattern::parse(std::string_view text) {
   auto fail = [&](const std::string& why) { return invalidError("\"" + std::string(text) + "\": " + why); };
   if (text.empty()) return fail("empty pattern (use \"**\" for every cgroup)");
+  if (text.size() > kMaxPatternBytes) {
+    return fail("longer than " + std::to_string(kMaxPatternBytes) + " bytes (PATH_MAX: no tool names a longer path)");
+  }
   if (text.front() == '/') {
     return fail("patterns are relative to the cgroup root: write \"" + std::string(text.substr(1)) + "\"");
   }
@@ -55,28 +59,71 @@ Result<Pattern> Pattern::parse(std::string_view text) {
     if (component.empty()) return fail("empty path component (\"//\")");
     if (component == "." || component == "..")
       return fail("\".\" and \"..\" are not allowed: rules never leave the cgroup root");
+    if (component.size() > kMaxComponentBytes) {
+      return fail("a component longer than " + std::to_string(kMaxComponentBytes) +
+                  " bytes, which no cgroup name is (NAME_MAX)");
+    }
     if (component.find("**") != std::string_view::npos && component != "**") {
       return fail("\"**\" must be a whole component");
     }
     if (component == "**") {
       p.exact_ = false;
+      // "**/**" matches what "**" does: one state in the matcher, one form for duplicates.
+      if (!p.components_.empty() && p.components_.back().kind == Kind::AnyDepth) continue;
+      p.components_.push_back({Kind::AnyDepth, std::string(component)});
     } else if (hasWildcard(component)) {
       p.exact_ = false;
       const bool onlyWildcards = component.find_first_not_of("*?") == std::string_view::npos;
       (onlyWildcards ? p.specificity_.single : p.specificity_.partial)++;
       for (char c : component)
         p.specificity_.literalChars += (c != '*' && c != '?' && c != '[' && c != ']') ? 1 : 0;
+      p.components_.push_back({Kind::Glob, std::string(component)});
     } else {
       p.specificity_.literal++;
       p.specificity_.literalChars += static_cast<int>(component.size());
+      p.components_.push_back({Kind::Literal, std::string(component)});
     }
-    p.components_.emplace_back(component);
   }
+  if (p.components_.size() > kMaxPatternComponents) {
+    return fail("more than " + std::to_string(kMaxPatternComponents) + " components (use \"**\" for depth)");
+  }
+  for (const Component& c : p.components_)
+    p.normalised_ += (p.normalised_.empty() ? "" : "/") + c.text;
   return p;
 }
 
 bool Pattern::matches(std::string_view path) const {
-  return matchFrom(components_, 0, splitPath(path), 0);
+  return matches(splitPath(path));
+}
+
+// The set of pattern positions reachable after each path component, one pass over the path:
+// O(pattern components x path components) component comparisons, where the backtracking it
+// replaces was exponential in the number of "**" (30 of them on a 12-deep tree never finished).
+// Positions are bits of one word (kMaxPatternComponents), so a match allocates nothing: the walk
+// matches every cgroup against every rule.
+bool Pattern::matches(const std::vector<std::string_view>& path, std::size_t* comparisons) const {
+  const std::size_t m = components_.size();
+  std::uint64_t anyDepth = 0;  // positions holding "**"
+  for (std::size_t i = 0; i < m; ++i) {
+    if (components_[i].kind == Kind::AnyDepth) anyDepth |= std::uint64_t{1} << i;
+  }
+  // A "**" may match zero components: whoever reaches it reaches the position after it too
+  // (runs of "**" were collapsed, so one shift suffices).
+  auto close = [&](std::uint64_t states) { return states | ((states & anyDepth) << 1); };
+  std::uint64_t at = close(1);
+  for (std::string_view name : path) {
+    std::uint64_t next = at & anyDepth;  // "**" takes this component and may take more
+    for (std::uint64_t rest = at & ~anyDepth; rest != 0; rest &= rest - 1) {
+      const auto i = static_cast<std::size_t>(std::countr_zero(rest));
+      if (i >= m) break;  // the end position consumes nothing
+      const Component& c = components_[i];
+      if (comparisons) ++*comparisons;
+      if (componentMatches(c.text, c.kind == Kind::Literal, name)) next |= std::uint64_t{1} << (i + 1);
+    }
+    if (next == 0) return false;
+    at = close(next);
+  }
+  return (at >> m) & 1;
 }
 
 }  // namespace reclaimd::policies

@@ -15,8 +15,9 @@ bool outranks(const Rule& a, int ia, const Rule& b, int ib) {
 
 std::vector<int> matchingRules(const std::vector<Rule>& rules, std::string_view path) {
   std::vector<int> found;
+  const auto components = splitPath(path);
   for (int i = 0; i < static_cast<int>(rules.size()); ++i) {
-    if (rules[static_cast<std::size_t>(i)].pattern.matches(path)) found.push_back(i);
+    if (rules[static_cast<std::size_t>(i)].pattern.matches(components)) found.push_back(i);
   }
   std::sort(found.begin(), found.end(), [&](int a, int b) {
     return outranks(rules[static_cast<std::size_t>(a)], a, rules[static_cast<std::size_t>(b)], b);
@@ -26,9 +27,10 @@ std::vector<int> matchingRules(const std::vector<Rule>& rules, std::string_view 
 
 int governingRule(const std::vector<Rule>& rules, std::string_view path) {
   int best = -1;
+  const auto components = splitPath(path);  // once, not once per rule
   for (int i = 0; i < static_cast<int>(rules.size()); ++i) {
     const Rule& r = rules[static_cast<std::size_t>(i)];
-    if (!r.pattern.matches(path)) continue;
+    if (!r.pattern.matches(components)) continue;
     if (best < 0 || outranks(r, i, rules[static_cast<std::size_t>(best)], best)) best = i;
   }
   return best;
@@ -61,8 +63,10 @@ std::string why(const Rule& winner, const Rule& loser) {
 
 std::string describeRule(const Policy& p, int index) {
   const Rule& r = p.rules[static_cast<std::size_t>(index)];
-  return "rule " + std::to_string(index + 1) + " (line " + std::to_string(r.line) + ", match \"" + r.pattern.text() +
-         "\")";
+  // Rules from a drop-in name their file; the main file's keep the short form.
+  const std::string file = r.file > 0 && r.file < p.files.size() ? p.files[r.file] + " " : "";
+  return "rule " + std::to_string(index + 1) + " (" + file + "line " + std::to_string(r.line) + ", match \"" +
+         r.pattern.text() + "\")";
 }
 
 }  // namespace

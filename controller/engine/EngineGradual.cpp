@@ -48,7 +48,12 @@ void Engine::gradualTurn(TimePoint now, Sensors& in, Plan& plan) {
     shares = planPass(*mem);
   }
   if (shares.empty()) {
-    restUntil_ = now + kRecheckAtFloor;
+    // Nothing to write because everything is at its floor (not because a backoff holds it).
+    const bool backedOff = (machineScope_ && machineScope_->backoff().active()) ||
+                           std::any_of(targets_.begin(), targets_.end(), [](const TargetState& t) {
+                             return t.scope && t.scope->backoff().active();
+                           });
+    if (!backedOff) restUntil_ = now + kRecheckAtFloor;
     return;
   }
   if (setup_.dryRun) {

@@ -119,7 +119,9 @@ class ManualClock final : public Clock {
 };
 
 TEST(PsiWatch, EventHaltsAStepAtTheNextChunkWithinOneWindow) {
-  policies::PressureSettings settings;  // some 150 ms per 1 s window
+  policies::PressureSettings settings;
+  settings.stall = 150ms;  // some 150 ms per 1 s window, whatever the default
+  settings.window = 1s;
   Scope scope("build.slice", settings);
   psi::Source source;
   UniqueFd efd(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
@@ -193,7 +195,9 @@ TEST(Scope, TotalsCrossingTheThreshold) {
                                     "\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=0\n");
   };
   write(0);
-  policies::PressureSettings settings;  // 150 ms per 1 s
+  policies::PressureSettings settings;
+  settings.stall = 150ms;  // 150 ms per 1 s, whatever the default
+  settings.window = 1s;
   Scope scope("fixture", settings);
   UniqueFd dir(::open(fx.root().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   psi::Source source = psi::Source::open(dir.get(), "memory.pressure", psi::TriggerSpec{});

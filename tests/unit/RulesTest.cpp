@@ -200,7 +200,7 @@ INSTANTIATE_TEST_SUITE_P(
                       "r.yaml:3:12: rules[2].match: \"a\" is already matched by the rule at line 2"},
         RuleErrorCase{"rule_not_map", "rules:\n  - a\n", "r.yaml:2:5: rules[1]: expected a rule"},
         RuleErrorCase{"step_order", "rules:\n  - match: a\n    step_min: 1G\n    step_max: 1M\n",
-                      "rules[1].step_max: must not be smaller than step_min"}),
+                      "r.yaml:4:15: rules[1].step_max: must not be smaller than rules[1].step_min (1G)"}),
     [](const auto& tc) { return std::string(tc.param.name); });
 
 }  // namespace
