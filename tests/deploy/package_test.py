@@ -93,7 +93,8 @@ def check_installed(c, deb):
         c.ok(os.path.isdir(d) and d in owned, f"the package owns the directory {d}", "\n".join(owned))
     c.equal(open("/usr/share/doc/reclaimd/copyright").read(), open(os.path.join(REPO, "deploy", "debian", "copyright")).read(),
             "the copyright file is deploy/debian/copyright")
-    license_text = " ".join(open(os.path.join(REPO, "LICENSE")).read().split()[5:])
+    license_text = open(os.path.join(REPO, "LICENSE")).read()
+    license_text = " ".join(license_text[license_text.index("Permission is hereby granted"):].split())
     copyright_text = " ".join(w for w in open("/usr/share/doc/reclaimd/copyright").read().split() if w != ".")
     c.ok(license_text in copyright_text, "the copyright file carries LICENSE's terms (MIT: Expat)")
     depends = run(["dpkg-deb", "-f", deb, "Depends"]).stdout
