@@ -133,7 +133,12 @@ def main():
     try:
         if not c.ok(box.leader, "systemd-nspawn boots this machine's OS", open(box.log.name).read()):
             return c.done()
-        state = box.sh("systemctl is-system-running --wait").stdout.strip()
+        # `--wait` fails at once while PID 1's bus socket does not exist yet (a slow boot on
+        # a loaded host): wait for the socket first.
+        deadline = time.monotonic() + 90
+        while time.monotonic() < deadline and not os.path.exists(box.root + "/run/systemd/private"):
+            time.sleep(0.5)
+        state = box.sh("systemctl is-system-running --wait", timeout=120).stdout.strip()
         c.ok(state in ("running", "degraded"), f"systemd in the container is up ({state})",
              box.sh("systemctl --failed --no-pager").stdout)
         print("      " + box.sh("systemctl --version | head -1").stdout.strip())
