@@ -1,13 +1,37 @@
 # bash completion for reclaimd(8); installed as /usr/share/bash-completion/completions/reclaimd.
 
-# Cgroup paths relative to the cgroup root ($1, --cgroup-root if given), for check-config --explain.
+# Where the cgroup2 mount is looked up; a variable so tests can point it at a fixture.
+_reclaimd_mountinfo=/proc/self/mountinfo
+
+# Prints the cgroup2 mount point as reclaimd finds it: the first cgroup2 entry of mountinfo.
+# Not /sys/fs/cgroup: on hybrid hosts that is a tmpfs of v1 hierarchies and cgroup2 sits at
+# /sys/fs/cgroup/unified. A line: "40 30 0:37 / /sys/fs/cgroup/unified rw,relatime - cgroup2 cgroup2 rw".
+_reclaimd_cgroup2_mount() {
+	local line
+	local -a fields
+	while IFS= read -r line; do
+		[[ $line == *" - cgroup2 "* ]] || continue
+		read -ra fields <<<"$line"
+		# The kernel escapes space, tab, newline and backslash in paths as \ooo.
+		printf '%b\n' "${fields[4]}"
+		return 0
+	done <"$_reclaimd_mountinfo"
+	return 1
+}
+
+# Completes cgroup paths relative to the cgroup root ($1), for check-config --explain.
 _reclaimd_cgroups() {
 	local root=${1%/} dir
-	local IFS=$'\n'
-	for dir in $(compgen -d -- "$root/${cur#/}"); do
+	[[ -n $root ]] || return
+	while IFS= read -r dir; do
 		COMPREPLY+=("${dir#"$root"/}/")
-	done
+	done < <(compgen -d -- "$root/${cur#/}")
 	compopt -o nospace
+}
+
+# COMPREPLY = the words of $1 that start with $cur.
+_reclaimd_words() {
+	mapfile -t COMPREPLY < <(compgen -W "$1" -- "$cur")
 }
 
 _reclaimd() {
@@ -18,9 +42,9 @@ _reclaimd() {
 	-c | --config) _filedir '@(yaml|yml)'; return ;;
 	--proc-root | --cgroup-root) _filedir -d; return ;;
 	--status-socket | --socket | --metrics-file) _filedir; return ;;
-	--log-level) COMPREPLY=($(compgen -W 'trace debug info warn error off' -- "$cur")); return ;;
+	--log-level) _reclaimd_words 'trace debug info warn error off'; return ;;
 	--metrics-listen)
-		COMPREPLY=($(compgen -W '127.0.0.1: [::1]: localhost:' -- "$cur"))
+		_reclaimd_words '127.0.0.1: [::1]: localhost:'
 		__ltrim_colon_completions "$cur"
 		compopt -o nospace
 		return
@@ -28,7 +52,7 @@ _reclaimd() {
 	esac
 
 	# The subcommand, if one was typed already; for check-config, its FILE and --explain.
-	local i command= cgroup_root=/sys/fs/cgroup file= explain=
+	local i command='' cgroup_root='' file='' explain=''
 	for ((i = 1; i < cword; i++)); do
 		case ${words[i]} in
 		-c | --config | --proc-root | --log-level | --status-socket | --socket | --metrics-file | --metrics-listen)
@@ -52,29 +76,29 @@ _reclaimd() {
 	local run_flags='--dry-run --status-socket --metrics-file --metrics-listen'
 	if [[ $cur == -* ]]; then
 		case $command in
-		'') COMPREPLY=($(compgen -W "$common $run_flags --version" -- "$cur")) ;;
-		run) COMPREPLY=($(compgen -W "$common $run_flags" -- "$cur")) ;;
-		probe) COMPREPLY=($(compgen -W '--config --proc-root --cgroup-root --help' -- "$cur")) ;;
-		status) COMPREPLY=($(compgen -W '--socket --help' -- "$cur")) ;;
+		'') _reclaimd_words "$common $run_flags --version" ;;
+		run) _reclaimd_words "$common $run_flags" ;;
+		probe) _reclaimd_words '--config --proc-root --cgroup-root --help' ;;
+		status) _reclaimd_words '--socket --help' ;;
 		check-config)
 			if [[ -n $file ]]; then
-				COMPREPLY=($(compgen -W '--explain --help' -- "$cur"))
+				_reclaimd_words '--explain --help'
 			else
-				COMPREPLY=($(compgen -W '--help' -- "$cur"))
+				_reclaimd_words '--help'
 			fi
 			;;
 		esac
 		return
 	fi
 	case $command in
-	'') COMPREPLY=($(compgen -W 'run probe check-config status' -- "$cur")) ;;
+	'') _reclaimd_words 'run probe check-config status' ;;
 	check-config)
 		if [[ -z $file ]]; then
 			_filedir '@(yaml|yml)'
 		elif [[ $prev == --explain || -n $explain ]]; then
-			_reclaimd_cgroups "$cgroup_root"
+			_reclaimd_cgroups "${cgroup_root:-$(_reclaimd_cgroup2_mount)}"
 		else
-			COMPREPLY=($(compgen -W '--explain' -- "$cur"))
+			_reclaimd_words '--explain'
 		fi
 		;;
 	esac

@@ -13,7 +13,7 @@ set -euo pipefail
 BOOT_CMD='mkdir -p -m 0700 /run/reclaimd && setsid -f /usr/sbin/reclaimd run --config /etc/reclaimd/policy.yaml >>/var/log/reclaimd.log 2>&1'
 MARK='/usr/sbin/reclaimd run'
 
-deb= method= root=
+deb='' method='' root=''
 while [ $# -gt 0 ]; do
 	case $1 in
 	--deb) deb=$2; shift 2 ;;

@@ -21,7 +21,8 @@ only compresses fewer directories so the CPU-busy part is short).
     python3 tests/bench/bench.py --reclaimd build/controller/reclaimd --full       # see --plan
 
 Writes to --out (default /tmp/reclaimd-bench): samples.csv, events.csv, figures.csv,
-table.md, plot-<kernel>.png, logs/. Exit status 1 if a sanity check fails (--smoke checks
+table.md, plot-<kernel>.png with the series it draws beside it (plot-<kernel>.csv,
+plot-<kernel>-events.csv; plot.py), logs/. Exit status 1 if a sanity check fails (--smoke checks
 that the pipeline ran and the numbers are sane; the targets are reported, not asserted).
 """
 import argparse
@@ -32,7 +33,6 @@ import json
 import os
 import shutil
 import statistics
-import subprocess
 import sys
 import time
 from typing import NamedTuple
@@ -42,6 +42,7 @@ sys.path.insert(0, os.path.join(HERE, "..", "vm"))
 sys.path.insert(0, HERE)
 import hostmon  # noqa: E402
 import image  # noqa: E402
+import plot as plotting  # noqa: E402
 import kernels  # noqa: E402
 import scenario  # noqa: E402
 import vmext  # noqa: E402
@@ -449,92 +450,6 @@ def render_table(rows, configs, grace, scenarios_done):
     return "\n".join(out) + "\n"
 
 
-def plot(out, boots, kernel, grace, configs, scenarios_done, title):
-    """PNG: host footprint and guest file cache against time since the end of each work phase."""
-    ddir = os.path.join(out, "plot-data")
-    os.makedirs(ddir, exist_ok=True)
-    cols = [s for s in ("build", "archive") if s in scenarios_done]
-    if not cols:
-        return None  # e.g. --plan warm: nothing over time worth a plot
-    marks, xr = {}, {}
-    for b in boots:
-        if b.kernel != kernel:
-            continue
-        off = b.cache_offset_kib()
-        for scen in cols:
-            we, _ = b.mark("work_end", scen)
-            if we is None:
-                continue
-            ws, _ = b.mark("work_start", scen)
-            idle_phase = next((p for t, p, x in b.lines if p in ("long", "short") and t > we), None)
-            ie, _ = b.mark(f"{idle_phase}_end", idle_phase) if idle_phase else (None, None)
-            start = ws - 5 if scen == "archive" else (b.samples[0].t if b.samples else ws)
-            stop = ie if ie else b.samples[-1].t
-            lo, hi = xr.get(scen, (0, 0))
-            xr[scen] = (min(lo, start - we), max(hi, stop - we))
-            with open(os.path.join(ddir, f"{kernel}-{b.config}-{scen}.dat"), "w") as fh:
-                for s in b.samples:
-                    if start <= s.t <= stop:
-                        cache = (s.guest_cache_kib - off) / 1024 if s.guest_cache_kib >= 0 else "NaN"
-                        fh.write(f"{s.t - we:.2f} {s.rss_kib / 1024:.1f} {cache}\n")
-            if b.config == configs[0]:
-                marks[scen] = {"work": ws - we}
-                if scen == "build":
-                    wa, _ = b.mark("warm_start", "warm")
-                    if wa:
-                        marks[scen]["warm"] = wa - we
-    # columns: (data, x range, title); the build's also zoomed on the grace end, where the
-    # seed's gradual figures are (reclaim start, cache at +20 s, footprint at +30 s)
-    panels = []
-    for scen in cols:
-        lo, hi = xr.get(scen, (-1, 1))
-        panels.append((scen, (lo, hi + 1), scen))
-        if scen == "build":
-            panels.append((scen, (0.75 * grace, max(1.5 * grace, grace + 20)),
-                           "build, around the grace end"))
-    png = os.path.join(out, f"plot-{kernel}.png")
-    gp = [f'set terminal pngcairo size {560 * len(panels)},800 font "sans,9"',
-          f'set output "{png}"', "set datafile missing 'NaN'",
-          f'set multiplot layout 2,{len(panels)} title "{title}"',
-          "set grid", "set key below horizontal", "set xlabel 'seconds since the end of the work'"]
-    colours = ["#444444", "#d62728", "#1f77b4", "#2ca02c", "#9467bd", "#ff7f0e"]
-    for panel, (col, ylabel) in enumerate(((2, "host: QEMU RSS, MiB"), (3, "guest file cache, MiB"))):
-        for scen, (lo, hi), name in panels:
-            m = marks.get(scen, {})
-            gp.append("unset arrow; unset label; unset object")
-            gp.append(f"set object 1 rect from {m.get('work', 0):.1f}, graph 0 to 0, graph 1 "
-                      "fc rgb '#f0e0c0' fs solid 0.5 noborder behind")
-            inside = lo <= m.get("work", 0)  # labels are not clipped: only those in range
-            if inside:
-                gp.append(f"set label 1 '{scen}' at {m.get('work', 0):.1f}, graph 0.97 left offset 0.3,0")
-            gp.append(f"set xrange [{lo:.1f}:{hi:.1f}]")
-            if "warm" in m:
-                gp.append(f"set object 2 rect from {m['warm']:.1f}, graph 0 to {m['work']:.1f}, graph 1 "
-                          "fc rgb '#e0ecf8' fs solid 0.5 noborder behind")
-                if inside:
-                    gp.append(f"set label 2 'warm reread' at {m['warm']:.1f}, graph 0.92 left offset 0.3,0")
-            gp.append(f"set arrow 1 from {grace:g}, graph 0 to {grace:g}, graph 1 nohead dt 2 lc rgb '#888888'")
-            gp.append(f"set label 3 'grace end' at {grace:g}, graph 0.55 left offset 0.3,0 tc rgb '#666666'")
-            gp.append(f"set ylabel '{ylabel}'")
-            gp.append(f"set title '{name}: {'footprint on the host' if panel == 0 else 'guest page cache (balloon stats)'}'")
-            gp.append("set yrange [0:*]")
-            parts = []
-            for i, c in enumerate(configs):
-                dat = os.path.join(ddir, f"{kernel}-{c}-{scen}.dat")
-                if os.path.exists(dat):
-                    parts.append(f"'{dat}' using 1:{col} with lines lw 1.5 lc rgb '{colours[i % len(colours)]}' title '{c}'")
-            gp.append("plot " + ", ".join(parts) if parts else "plot 0 notitle")
-    gp.append("unset multiplot")
-    script = os.path.join(out, f"plot-{kernel}.gp")
-    with open(script, "w") as fh:
-        fh.write("\n".join(gp) + "\n")
-    r = subprocess.run(["gnuplot", script], capture_output=True, text=True)
-    if r.returncode != 0:
-        print(f"bench: gnuplot failed: {r.stderr.strip()[:500]}", file=sys.stderr)
-        return None
-    return png
-
-
 # ---- checks -------------------------------------------------------------------------------
 
 def sanity(rows, boots, configs, grace, plan):
@@ -623,15 +538,15 @@ def report(out, meta, boots, rows):
     pngs = []
     for k in plans:
         rel = next((b.release for b in boots if b.kernel == k), k)
-        png = plot(out, boots, k, grace, configs, set(plans[k]),
-                   f"reclaimd bench: Linux {rel}, grace {grace:g} s, {meta['started'][:10]}")
+        png = plotting.plot(out, boots, k, grace, configs, set(plans[k]),
+                            f"reclaimd bench: Linux {rel}, grace {grace:g} s, {meta['started'][:10]}", FLOOR_MIB)
         if png:
             pngs.append(png)
     with open(os.path.join(out, "table.md"), "w") as fh:
         fh.write("\n".join(md))
     print("\n".join(md))
     print(f"bench: wrote {out}/table.md, figures.csv, samples.csv, events.csv, "
-          f"{', '.join(pngs) or 'no plot'}")
+          f"{', '.join(pngs) or 'no plot'} (each with its .csv and -events.csv)")
 
 
 def main(argv=None):

@@ -100,6 +100,9 @@ def main():
                     listed = [w.strip() for w in open(os.path.join(REPO, "deploy", "build-packages.txt"))
                               if w.strip() and not w.startswith("#")]
                     c.ok(set(listed) <= set(names), "the build stage installs deploy/build-packages.txt")
+                    # It builds with tests and benchmarks off: their libraries would be unused.
+                    unused = sorted(set(names) & {"libgtest-dev", "libgmock-dev", "libbenchmark-dev"})
+                    c.equal(unused, [], "the build stage installs no test or benchmark library")
                     for name in names:
                         c.ok(has_candidate(name), f"build stage: apt has {name}")
                 else:

@@ -154,6 +154,11 @@ def main():
                                 stderr=subprocess.STDOUT, text=True)
         time.sleep(2)
         started = proc.poll() is None
+        # The ConfigMap's reload instruction, as kubectl exec runs it: SIGHUP to PID 1 from a
+        # shell inside the container (PID 1 gets only signals it does not leave at default;
+        # reclaimd blocks them for its signalfd, so they are delivered).
+        hup = run(["runc", "exec", cid, "/bin/sh", "-c", "kill -HUP 1"])
+        time.sleep(1)
         run(["runc", "kill", cid, "TERM"])
         try:
             out, _ = proc.communicate(timeout=10)
@@ -161,6 +166,8 @@ def main():
             proc.send_signal(signal.SIGKILL)
             out, _ = proc.communicate()
         c.ok(started and re.search(r"event=start", out), "the daemon starts with the manifest's arguments", out)
+        c.ok(hup.returncode == 0 and re.search(r"event=reload", out),
+             "sh -c 'kill -HUP 1' inside the container reloads the policy", hup.stderr + out)
         c.ok(proc.returncode == 0 and re.search(r"event=stop", out), "and stops cleanly on SIGTERM",
              f"exit {proc.returncode}\n{out}")
     finally:

@@ -113,6 +113,14 @@ def main():
          f"{CONFIG} is the ConfigMap's key {items.get(rel)!r}", f"mount {m}, volume {vol}")
     c.ok(m and m.get("readOnly") is True, "the policy is mounted read-only")
     check_policy(c, a.binary, cm["data"].get("policy.yaml", ""))
+    # A Kubernetes user has no systemctl for the pod: the file says how to reload there.
+    text = open(os.path.join(REPO, "deploy", "kubernetes", "configmap.yaml")).read()
+    c.ok("systemctl" not in text, "the ConfigMap does not tell a Kubernetes user to use systemctl")
+    c.ok("kill -HUP 1" in text and "rollout restart daemonset/reclaimd" in text,
+         "the ConfigMap says how to reload: SIGHUP through kubectl exec, or a rollout restart")
+    labels = ds["spec"]["template"]["metadata"]["labels"]
+    c.ok(all(f"-l {k}={v}" in text for k, v in labels.items()), "its pod selector matches the DaemonSet's labels",
+         str(labels))
 
     # The flags exist in the binary (the readiness probe's subcommand as well).
     help_text = run([a.binary, "--help"]).stdout

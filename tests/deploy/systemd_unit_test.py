@@ -54,7 +54,16 @@ def check_settings(c):
     c.equal(one("Type"), "notify", "Type=notify")
     c.equal(one("NotifyAccess"), "main", "NotifyAccess=main")
     c.equal(one("WatchdogSec"), "30s", "WatchdogSec=30s")
-    c.equal(one("ExecStart"), "/usr/sbin/reclaimd run --config /etc/reclaimd/policy.yaml", "ExecStart")
+    c.equal(one("ExecStart"), "/usr/sbin/reclaimd run --config /etc/reclaimd/policy.yaml $RECLAIMD_OPTIONS",
+            "ExecStart takes $RECLAIMD_OPTIONS")
+    c.equal(one("EnvironmentFile"), "-/etc/default/reclaimd", "EnvironmentFile=-/etc/default/reclaimd")
+    default = open(os.path.join(REPO, "deploy", "default", "reclaimd")).read()
+    c.ok(re.search(r'^RECLAIMD_OPTIONS=""$', default, re.M), "deploy/default/reclaimd sets RECLAIMD_OPTIONS empty")
+    c.equal(one("ConditionPathIsReadWrite", "Unit"), "/proc/sys/vm/drop_caches",
+            "ConditionPathIsReadWrite=/proc/sys/vm/drop_caches (a container: skipped, not failed)")
+    for name in sorted(os.listdir(EXAMPLES)):
+        c.equal(parse_unit(os.path.join(EXAMPLES, name)).get(("Service", "ExecStart")), None,
+                f"{name} leaves ExecStart alone (options go in /etc/default/reclaimd)")
     c.equal(one("ExecReload"), "/bin/kill -HUP $MAINPID", "ExecReload sends SIGHUP")
     c.equal(one("Restart"), "on-failure", "Restart=on-failure")
     c.equal(sorted(one("RestartPreventExitStatus").split()), ["69", "78"],

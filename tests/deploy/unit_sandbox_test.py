@@ -9,9 +9,12 @@ runs deploy/systemd/reclaimd.service there.
    with a zero request where the cgroup2 root has it), and everything else refuses (other
    sysctls, sysfs, /etc, /usr, /home). The container's /proc/sys and /sys are made writable
    (SYSTEMD_NSPAWN_API_VFS_WRITABLE), so the unit's sandbox is the only thing in the way.
-2. The unit itself with the built binary (ExecStart= + --dry-run, so nothing is reclaimed, and a
-   3 s watchdog): it must get READY=1, stay active past the watchdog (WATCHDOG=1 pings), reload
-   on `systemctl reload` and stop cleanly.
+2. The unit itself with the built binary (its own ExecStart= with the binary's path replaced,
+   --dry-run given through RECLAIMD_OPTIONS in /etc/default/reclaimd, so nothing is reclaimed,
+   and a 3 s watchdog): it must run with the options from that file, get READY=1, stay active
+   past the watchdog (WATCHDOG=1 pings), reload on `systemctl reload` and stop cleanly.
+3. Its condition: with /proc/sys/vm/drop_caches read-only, as in any container that does not
+   open /proc/sys, `systemctl start` skips the unit ("condition failed"): not active, not failed.
 
 Usage: unit_sandbox_test.py --binary BUILD/controller/reclaimd
 """
@@ -55,6 +58,11 @@ echo "RESULT no_new_privs $(field NoNewPrivs)"
 echo "RESULT seccomp $(field Seccomp)"
 echo "RESULT uid_map $(tr -s ' ' / < /proc/self/uid_map | sed 's|^/||')"
 """
+
+
+def unit_exec_start():
+    """The unit's own ExecStart= command line."""
+    return [line.partition("=")[2] for line in open(UNIT).read().splitlines() if line.startswith("ExecStart=")][-1]
 
 
 def service_lines(extra):
@@ -125,7 +133,12 @@ def main():
     try:
         if not c.ok(box.leader, "systemd-nspawn boots this machine's OS", open(box.log.name).read()):
             return c.done()
-        state = box.sh("systemctl is-system-running --wait").stdout.strip()
+        # `--wait` fails at once while PID 1's bus socket does not exist yet (a slow boot on
+        # a loaded host): wait for the socket first.
+        deadline = time.monotonic() + 90
+        while time.monotonic() < deadline and not os.path.exists(box.root + "/run/systemd/private"):
+            time.sleep(0.5)
+        state = box.sh("systemctl is-system-running --wait", timeout=120).stdout.strip()
         c.ok(state in ("running", "degraded"), f"systemd in the container is up ({state})",
              box.sh("systemctl --failed --no-pager").stdout)
         print("      " + box.sh("systemctl --version | head -1").stdout.strip())
@@ -144,7 +157,10 @@ def main():
         with open(units + "/reclaimd.service", "w") as f:
             f.write(service_lines(["Type=notify", "NotifyAccess=main", "WatchdogSec=3s", "TimeoutStartSec=15s",
                                    "ExecReload=/bin/kill -HUP $MAINPID",
-                                   f"ExecStart={BIN} run --config /etc/reclaimd/policy.yaml --dry-run"]))
+                                   "ExecStart=" + unit_exec_start().replace("/usr/sbin/reclaimd", BIN)]))
+        os.makedirs(root + "/etc/default", exist_ok=True)
+        with open(root + "/etc/default/reclaimd", "w") as f:
+            f.write('RECLAIMD_OPTIONS="--dry-run --log-level debug"\n')
         box.sh("systemctl daemon-reload")
 
         # 1. The sandbox.
@@ -169,6 +185,10 @@ def main():
         c.ok(r.returncode == 0, f"systemctl start: READY=1 within 15 s (took {time.monotonic() - t0:.1f} s)",
              r.stderr + box.sh("journalctl -u reclaimd.service -o cat --no-pager | tail -20").stdout
              + "\n(no READY=1: is sd_notify in this build?)")
+        pid = box.sh("systemctl show -p MainPID --value reclaimd.service").stdout.strip()
+        argv = box.sh(f"tr '\\0' ' ' < /proc/{pid}/cmdline").stdout.split()
+        c.equal(argv[-3:], ["--dry-run", "--log-level", "debug"],
+                "ExecStart took RECLAIMD_OPTIONS from /etc/default/reclaimd")
         time.sleep(7)
         c.equal(box.sh("systemctl is-active reclaimd.service").stdout.strip(), "active",
                 "still active after 7 s with WatchdogSec=3s (WATCHDOG=1 pings)")
@@ -186,6 +206,17 @@ def main():
         events = "\n".join(line for line in log.splitlines() if "event=" in line)
         c.ok(events and not re.search(r"Permission denied|Operation not permitted|Read-only file system", events),
              "the daemon's log has no EACCES/EPERM/EROFS", log[-3000:])
+
+        # 3. The condition: drop_caches read-only (a bind mount of its own) skips the unit.
+        ro = "/proc/sys/vm/drop_caches"
+        r = box.sh(f"mount --bind {ro} {ro} && mount -o remount,bind,ro {ro}")
+        if c.ok(r.returncode == 0, f"{ro} made read-only in the container", r.stderr):
+            r = box.sh("systemctl start reclaimd.service; "
+                       "systemctl show -p ConditionResult -p ActiveState -p Result reclaimd.service")
+            props = dict(line.partition("=")[::2] for line in r.stdout.splitlines())
+            c.equal(props, {"ConditionResult": "no", "ActiveState": "inactive", "Result": "success"},
+                    "read-only drop_caches: the unit is skipped by its condition, not failed")
+            box.sh(f"umount {ro}")
     finally:
         box.stop()
         shutil.rmtree(tmp)

@@ -18,6 +18,8 @@
 #   @@CPU <label> busy=<ticks> idle=<ticks>   aggregate /proc/stat (USER_HZ ticks)
 #   @@DISK <label> read_sectors=<n>           /dev/vda reads so far
 #   @@RECLAIMD pid=.. utime=.. stime=.. hwm_kib=.. rss_kib=..  its own cost, read before stop
+# The guest's helper library (tests/vm/guest/lib.sh, checked there), copied in by bench.py.
+# shellcheck source=/dev/null
 . /test/lib.sh
 
 cpu() {
@@ -33,7 +35,11 @@ disk() {
 # sleep_ms N: sleep N milliseconds (busybox sleep takes fractions).
 sleep_ms() {
 	_s=$(($1 / 1000)) _f=$(($1 % 1000))
-	[ $_f -lt 10 ] && _f=00$_f || { [ $_f -lt 100 ] && _f=0$_f; }
+	if [ "$_f" -lt 10 ]; then
+		_f=00$_f
+	elif [ "$_f" -lt 100 ]; then
+		_f=0$_f
+	fi
 	sleep "$_s.$_f"
 }
 
@@ -132,7 +138,9 @@ for p in $PHASES; do
 	esac
 done
 if [ -n "$PID" ]; then
-	read -r _line </proc/$PID/stat
+	read -r _line <"/proc/$PID/stat"
+	# Split on purpose: /proc/PID/stat's fields, utime and stime are the 14th and 15th.
+	# shellcheck disable=SC2086
 	set -- $_line
 	shift 13
 	_ut=$1 _stt=$2
@@ -141,10 +149,10 @@ if [ -n "$PID" ]; then
 		VmHWM:) _hwm=$_v ;;
 		VmRSS:) _rss=$_v ;;
 		esac
-	done </proc/$PID/status
+	done <"/proc/$PID/status"
 	echo "@@RECLAIMD pid=$PID utime=$_ut stime=$_stt hwm_kib=$_hwm rss_kib=$_rss"
-	kill -TERM $PID
-	wait $PID
+	kill -TERM "$PID"
+	wait "$PID"
 	echo "@@EXIT $CONFIG code=$?"
 fi
-mark done
+mark 'done'
