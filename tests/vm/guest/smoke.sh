@@ -34,7 +34,7 @@ check "'0' accepted by memory.reclaim (got: $got)" test "$got" = ok
 got=$(write "0 swappiness=0" $cg/memory.reclaim)
 case $release in
 6.1.*) want="Invalid argument" ;; # the key arrived in 6.11
-6.12.*) want=ok ;;
+6.1[1-9].* | [7-9].*) want=ok ;;
 *) want=unknown; fail "no expectation for kernel $release" ;;
 esac
 check "'0 swappiness=0' gives '$want' (got: $got)" test "$got" = "$want"
