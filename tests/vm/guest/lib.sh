@@ -1,3 +1,4 @@
+# shellcheck shell=sh
 # Helpers for scenario scripts (busybox sh), sourced as /test/lib.sh.
 #
 # Idle-sensitive: reclaimd judges the guest idle at <= 0.5 % CPU, and under TCG a fork+exec

@@ -5,6 +5,7 @@
 # removed under the root and under idle.slice. Expected: idle.slice (idle source cgroup) is
 # reclaimed to its 32M floor; busy.slice (idle source cgroup, busy) and kept.slice (disabled)
 # keep their cache; nothing is written at the root; no errors.
+# shellcheck source=lib.sh
 . /test/lib.sh
 G=${GRACE:-15}
 R=/sys/fs/cgroup

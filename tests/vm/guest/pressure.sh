@@ -8,6 +8,7 @@
 # The rule's idle threshold is 100 %: the workload's CPU never makes work.slice "busy", so only
 # pressure can stop the reclaim. Refault protection is off (limit 1000G) to watch backoff alone,
 # and the machine's floor is 16M, since memory.max leaves the whole machine under the default 128M.
+# shellcheck source=lib.sh
 . /test/lib.sh
 G=${GRACE:-10}
 R=/sys/fs/cgroup
@@ -47,7 +48,7 @@ psi_total() {
 	PSI=${_total#total=}
 }
 
-scenario pressure-${PRESSURE:-true}
+scenario "pressure-${PRESSURE:-true}"
 reclaimd --config /tmp/policy.yaml ${LOGLEVEL:+--log-level $LOGLEVEL} &
 PID=$!
 inside work.slice cat /data/file0 /data/file1 /data/file2 >/dev/null
