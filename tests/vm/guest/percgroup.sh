@@ -33,7 +33,8 @@ scenario percgroup
 reclaimd --config /tmp/policy.yaml --log-level debug &
 PID=$!
 sleep 2
-inside idle.slice cat /data/file0 >/dev/null
+# fill ends on the CPU (lib.sh), in idle.slice: its idleness is judged from its own CPU.
+inside idle.slice "sh -c '. /test/lib.sh && fill /data/file0'"
 mark idle_read_end
 inside busy.slice cat /data/file1 >/dev/null
 inside kept.slice cat /data/file2 >/dev/null
