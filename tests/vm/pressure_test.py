@@ -2,7 +2,7 @@
 """Issue 4 on real kernels: pressure backoff in a 6.1, 6.12 or newest VM (guest/pressure.sh), run twice:
 with backoff (pressure.enabled: true) and without (false), in one boot each.
 
-A workload (three readers, 48 MiB re-read under memory.max 32M: a stall several times the
+A workload (three readers, 72 MiB re-read under memory.max 48M: a stall several times the
 100 ms trigger even on a loaded host) thrashes while reclaimd reclaims its cgroup.
 Asserts, with backoff: reclaim of work.slice halts within one window (1 s) of the pressure's
 onset (the first moment the kernel's `some` total in work.slice grew by the 100 ms threshold
