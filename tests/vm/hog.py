@@ -6,8 +6,8 @@
 The top-level test script runs the VM tests under it, so that a test which only passes on an
 idle host fails there rather than on a developer's busy machine. The loops are started before
 COMMAND and stopped on every exit path: when COMMAND ends, when this process gets SIGTERM,
-SIGINT or SIGHUP (COMMAND is stopped too), and if this process is killed outright (they have
-PR_SET_PDEATHSIG). Exit status: COMMAND's (128 + signal if a signal ended it).
+SIGINT or SIGHUP (COMMAND's process group is stopped too: SIGTERM, SIGKILL after 10 s), and
+if this process is killed outright (they have PR_SET_PDEATHSIG). Exit status: COMMAND's (128 + signal if a signal ended it).
 """
 import argparse
 import ctypes
@@ -50,6 +50,20 @@ def stop(procs):
         p.wait()
 
 
+def _stop_group(child):
+    """SIGTERM to the command's process group, SIGKILL to what is left after 10 s."""
+    try:
+        os.killpg(child.pid, signal.SIGTERM)
+        child.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        pass
+    try:
+        os.killpg(child.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    child.wait()
+
+
 class Stopped(Exception):
     def __init__(self, signum):
         super().__init__(signum)
@@ -78,12 +92,13 @@ def main(argv=None):
         loops = start_loops(cpus * a.per_cpu, a.nice)
         print(f"hog: {len(loops)} busy loops at nice {a.nice} on {cpus} CPUs "
               f"(pids {' '.join(str(x.pid) for x in loops)})", file=sys.stderr, flush=True)
-        child = subprocess.Popen(cmd)
+        # Its own process group: stopping it must reach what it started too (ctest leaves a
+        # running test behind when it gets SIGTERM).
+        child = subprocess.Popen(cmd, process_group=0)
         rc = child.wait()
     except Stopped as e:
         if child and child.poll() is None:
-            child.terminate()
-            child.wait()
+            _stop_group(child)
         rc = 128 + e.signum
     finally:
         used = sum(_cpu_s(x.pid) for x in loops)
