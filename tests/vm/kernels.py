@@ -1,19 +1,21 @@
 #!/usr/bin/env python3
 """Fetch and prepare the Debian kernels the VM tests boot.
 
-ensure(series) -> Kernel, for series "6.1" (bookworm's default kernel) and "6.12"
-(bookworm-backports). The first call downloads the linux-image .deb with apt-get download,
-unpacks it, runs depmod and extracts the uncompressed vmlinux from the bzImage; later calls
-return the cached result. Versions are resolved from apt at run time and the cache is keyed
-by package version, so a new Debian upload is picked up by itself.
+ensure(series) -> Kernel, for series "6.1" (bookworm's default kernel), "6.12"
+(bookworm-backports) and "newest" (what Debian unstable's linux-image-amd64 depends on, 7.2
+in November 2026; through a private apt configuration, see sid.py). The first call downloads
+the linux-image .deb (and the linux-binary/-modules/-base packages it depends on, where the
+newer packaging splits the kernel) with apt-get download, unpacks them, runs depmod and
+extracts the uncompressed vmlinux from the bzImage; later calls return the cached result.
+Versions are resolved from apt at run time and the cache is keyed by package version, so a
+new Debian upload is picked up by itself.
 
-CLI: python3 tests/vm/kernels.py 6.12 [6.1 ...]   (prints the prepared paths)
+CLI: python3 tests/vm/kernels.py 6.12 [6.1 newest ...]   (prints the prepared paths)
 Cache: ${RECLAIMD_VM_CACHE:-/var/cache/reclaimd-vm}/kernels/
 """
 import bz2
 import contextlib
 import fcntl
-import gzip
 import hashlib
 import json
 import lzma
@@ -26,15 +28,18 @@ import sys
 import zlib
 from typing import NamedTuple
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import sid  # noqa: E402
+
 SUITE = "bookworm"  # package names (+deb12) and suites below are bookworm's
-SERIES = ("6.1", "6.12")
+SERIES = ("6.1", "6.12", "newest")
 OWN_SOURCES = "/etc/apt/sources.list.d/reclaimd-bookworm-backports.sources"
 DEFAULT_MIRROR = "http://deb.debian.org/debian"
 DEFAULT_KEYRING = "/usr/share/keyrings/debian-archive-keyring.gpg"
 
 
 class Kernel(NamedTuple):
-    series: str    # "6.1" or "6.12"
+    series: str    # "6.1", "6.12" or "newest"
     package: str   # e.g. linux-image-6.12.95+deb12-amd64
     version: str   # Debian package version
     release: str   # uname -r of the guest, e.g. 6.12.95+deb12-amd64
@@ -94,15 +99,20 @@ def _source_entries():
                     yield ([w[1]], [w[2]], w[3:], None)
 
 
+def debian_mirror():
+    """(mirror, keyring) of the machine's main Debian archive entry, else the defaults."""
+    for uris, suites, _, signed_by in _source_entries():
+        if SUITE in suites and uris:
+            return uris[0], signed_by or DEFAULT_KEYRING
+    return DEFAULT_MIRROR, DEFAULT_KEYRING
+
+
 def ensure_backports():
     """Make sure apt knows bookworm-backports main; returns True if a sources file was added."""
-    mirror, keyring = None, DEFAULT_KEYRING
     for uris, suites, comps, signed_by in _source_entries():
         if f"{SUITE}-backports" in suites and "main" in comps:
             return False
-        if SUITE in suites and uris and mirror is None:  # the main archive: reuse its mirror
-            mirror, keyring = uris[0], signed_by or keyring
-    mirror = mirror or DEFAULT_MIRROR
+    mirror, keyring = debian_mirror()
     text = (f"# Added by reclaimd tests/vm/kernels.py for the 6.12 test kernel.\n"
             f"Types: deb\nURIs: {mirror}\nSuites: {SUITE}-backports\nComponents: main\n")
     if os.path.exists(keyring):
@@ -158,33 +168,55 @@ def _resolve_from_apt(series):
     return (found[v], v) if v else None
 
 
-def _lists_stamp():
+def _lists_stamp(series):
     """Changes whenever apt's package lists or sources change: reuse a resolution until then."""
+    dirs = ((sid.lists_dir(cache_dir()),) if series == "newest"
+            else ("/var/lib/apt/lists", "/etc/apt/sources.list.d"))
     h = hashlib.sha256()
-    for d in ("/var/lib/apt/lists", "/etc/apt/sources.list.d"):
+    for d in dirs:
         for n in sorted(os.listdir(d)) if os.path.isdir(d) else []:
             st = os.stat(os.path.join(d, n))
             h.update(f"{n} {st.st_size} {st.st_mtime_ns}\n".encode())
     return h.hexdigest()
 
 
-def resolve(series):
-    """(package, version) to use for series; call with the kernels lock held."""
+def apt_env(series):
+    """Environment for apt commands about series (None: the machine's own configuration)."""
+    return sid.env(cache_dir(), *debian_mirror()) if series == "newest" else None
+
+
+def _resolve_newest(refresh):
+    env = apt_env("newest")
+    if refresh or sid.stale(cache_dir()):
+        sid.update(cache_dir(), env, log)
+    return sid.resolve(env)
+
+
+def resolve(series, refresh=False):
+    """(package, version) to use for series; call with the kernels lock held.
+
+    refresh: fetch the lists first (the memoised version could not be downloaded).
+    """
     path = os.path.join(cache_dir(), "resolved.json")
     memo = json.load(open(path)) if os.path.exists(path) else {}
-    stamp = _lists_stamp()
-    if memo.get(series, {}).get("stamp") == stamp:
-        return memo[series]["package"], memo[series]["version"]
-    updated = series == "6.12" and ensure_backports()
-    if updated:
-        apt_update()
-    got = _resolve_from_apt(series)
-    if got is None and not updated:  # fresh machine with empty or stale lists
-        apt_update()
+    if series == "newest":
+        if not refresh and not sid.stale(cache_dir()) and \
+                memo.get(series, {}).get("stamp") == _lists_stamp(series):
+            return memo[series]["package"], memo[series]["version"]
+        got = _resolve_newest(refresh)
+    else:
+        if not refresh and memo.get(series, {}).get("stamp") == _lists_stamp(series):
+            return memo[series]["package"], memo[series]["version"]
+        updated = series == "6.12" and ensure_backports()
+        if updated or refresh:
+            apt_update()
         got = _resolve_from_apt(series)
+        if got is None and not (updated or refresh):  # fresh machine, empty or stale lists
+            apt_update()
+            got = _resolve_from_apt(series)
     if got is None:
         raise RuntimeError(f"no Debian package found for kernel series {series}")
-    memo[series] = {"stamp": _lists_stamp(), "package": got[0], "version": got[1]}
+    memo[series] = {"stamp": _lists_stamp(series), "package": got[0], "version": got[1]}
     _write_json(path, memo)
     return got
 
@@ -237,6 +269,36 @@ def _tool(cmd, data):
     return subprocess.run(cmd, input=data, stdout=subprocess.PIPE, check=True).stdout
 
 
+def _download(series, package, version, dest):
+    """apt-get download the package and the same-version packages named after its release.
+
+    bookworm's linux-image-<release> holds the whole kernel. From Debian 14 (unstable today)
+    it is a meta package depending on linux-binary-<release> (the bzImage, at
+    /usr/lib/modules/<release>/vmlinuz), linux-modules-<release> and linux-base-<release>
+    (config, System.map, modules.builtin): those come along.
+    """
+    env = apt_env(series)
+    release = package[len("linux-image-"):]
+    out = subprocess.run(["apt-cache", "show", f"{package}={version}"], env=env, text=True,
+                         capture_output=True, check=True).stdout
+    deps = re.search(r"^Depends: (.*)$", out, re.M)
+    names = [package] + [m.group(1) for m in re.finditer(
+        r"(linux-[a-z]+-" + re.escape(release) + r") \(= " + re.escape(version) + r"\)",
+        deps.group(1) if deps else "")]
+    log(f"downloading {', '.join(names)} ({version})")
+    # Root downloads into a root-owned cache dir; apt's _apt sandbox user could not write there.
+    run(["apt-get", "-q", "download", "-o", "APT::Sandbox::User=root"]
+        + [f"{n}={version}" for n in names], cwd=dest, stdout=subprocess.DEVNULL, env=env)
+    return [os.path.join(dest, n) for n in sorted(os.listdir(dest)) if n.endswith(".deb")]
+
+
+def _first(root, *candidates):
+    found = [rel for rel in candidates if os.path.exists(os.path.join(root, rel))]
+    if not found:
+        raise RuntimeError(f"none of {', '.join(candidates)} in the unpacked kernel")
+    return found[0]
+
+
 def _prepare(series, package, version):
     """Download, unpack, depmod and extract into CACHE/kernels/<package>_<version>."""
     base = os.path.join(cache_dir(), "kernels")
@@ -244,39 +306,39 @@ def _prepare(series, package, version):
     tmp = final + ".tmp"
     shutil.rmtree(tmp, ignore_errors=True)
     os.makedirs(tmp)
-    log(f"downloading {package}={version}")
-    # Root downloads into a root-owned cache dir; apt's _apt sandbox user could not write there.
-    run(["apt-get", "-q", "download", "-o", "APT::Sandbox::User=root", f"{package}={version}"],
-        cwd=tmp, stdout=subprocess.DEVNULL)
-    deb = [n for n in os.listdir(tmp) if n.endswith(".deb")][0]
     root = os.path.join(tmp, "root")
-    run(["dpkg", "-x", os.path.join(tmp, deb), root])
-    os.unlink(os.path.join(tmp, deb))  # ~100 MiB we never need again
+    for deb in _download(series, package, version, tmp):
+        run(["dpkg", "-x", deb, root])
+        os.unlink(deb)  # ~100 MiB we never need again
     release = package[len("linux-image-"):]
-    mod_rel = next(p for p in (f"lib/modules/{release}", f"usr/lib/modules/{release}")
-                   if os.path.isdir(os.path.join(root, p)))
+    mod_rel = _first(root, f"lib/modules/{release}", f"usr/lib/modules/{release}")
     if mod_rel.startswith("usr/") and not os.path.exists(os.path.join(root, "lib")):
         os.symlink("usr/lib", os.path.join(root, "lib"))  # depmod -b looks in BASE/lib/modules
     run(["depmod", "-b", root, release])  # the package ships no modules.dep
-    kind = extract_vmlinux(os.path.join(root, "boot", f"vmlinuz-{release}"),
+    kind = extract_vmlinux(os.path.join(root, _first(root, f"boot/vmlinuz-{release}",
+                                                     f"{mod_rel}/vmlinuz")),
                            os.path.join(tmp, "vmlinux"))
     log(f"extracted vmlinux ({kind}) for {release}")
+    config = _first(root, f"boot/config-{release}", f"{mod_rel}/config")
     k = Kernel(series, package, version, release, os.path.join(final, "vmlinux"),
-               os.path.join(final, "root", mod_rel),
-               os.path.join(final, "root", "boot", f"config-{release}"))
+               os.path.join(final, "root", mod_rel), os.path.join(final, "root", config))
     _write_json(os.path.join(tmp, "kernel.json"), k._asdict())
     shutil.rmtree(final, ignore_errors=True)  # a leftover without kernel.json
     os.replace(tmp, final)
-    # Keep only the newest version of each series: an unpacked kernel is ~0.5 GiB.
+    _drop_other_versions(base, final, series)
+    return k
+
+
+def _drop_other_versions(base, keep, series):
+    """Keep only the newest version of each series: an unpacked kernel is 0.2-0.6 GiB."""
     for n in os.listdir(base):
         other = os.path.join(base, n)
-        if other != final and os.path.isdir(other):
+        if other != keep and os.path.isdir(other):
             try:
                 if json.load(open(os.path.join(other, "kernel.json")))["series"] == series:
                     shutil.rmtree(other, ignore_errors=True)
             except (OSError, ValueError, KeyError):
                 pass
-    return k
 
 
 def _cached(package, version):
@@ -294,10 +356,12 @@ def _newest_cached(series):
 
 
 def ensure(series):
-    """Return the prepared Kernel for series ("6.1" or "6.12"), preparing it on first use.
+    """Return the prepared Kernel for series (one of SERIES), preparing it on first use.
 
     Raises RuntimeError or subprocess.CalledProcessError when the kernel cannot be prepared.
     If apt cannot be reached but an older version is cached, that one is used with a warning.
+    A download that fails (the mirror dropped the version the lists named) is retried once
+    after fetching the lists again.
     """
     if series not in SERIES:
         raise ValueError(f"unknown kernel series {series!r}; known: {', '.join(SERIES)}")
@@ -310,7 +374,15 @@ def ensure(series):
                 raise
             log(f"warning: cannot resolve {series} from apt ({e}); using cached {k.version}")
             return k
-        return _cached(package, version) or _prepare(series, package, version)
+        k = _cached(package, version)
+        if k:
+            return k
+        try:
+            return _prepare(series, package, version)
+        except subprocess.CalledProcessError as e:
+            log(f"preparing {package}={version} failed ({e}); fetching the lists again")
+            package, version = resolve(series, refresh=True)
+            return _cached(package, version) or _prepare(series, package, version)
 
 
 def main(argv):

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Smoke test of the VM harness on both kernels: runs guest/smoke.sh in a 6.1 and a 6.12 VM.
+"""Smoke test of the VM harness on every kernel: runs guest/smoke.sh in a 6.1, 6.12, newest VM.
 
 Usage: python3 tests/vm/smoke_test.py [--reclaimd build/reclaimd] [--kernel 6.1 ...]
 Exit status: 0 if every kernel passed, else the first failing Result.code (see vm.py).

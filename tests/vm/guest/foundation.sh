@@ -2,21 +2,21 @@
 # Issue 2 scenarios on a real kernel: the machine-wide controller end to end.
 # Env: GRACE (seconds), SCENARIOS (space-separated subset of: gradual dropcache disabled sigterm).
 # Needs the 3x100 data disk. The host (foundation_test.py) asserts on what this prints.
+# shellcheck source=lib.sh
 . /test/lib.sh
 G=${GRACE:-20}
-FILES="/data/file0 /data/file1 /data/file2"
 common="idle:
   grace: ${G}s"
 
-# start ARGS...: reclaimd in the background, its log on our stdout (the host stamps each line).
+# start: reclaimd in the background, its log on our stdout (the host stamps each line).
 start() {
-	reclaimd --config /tmp/policy.yaml ${LOGLEVEL:+--log-level $LOGLEVEL} "$@" &
+	reclaimd --config /tmp/policy.yaml ${LOGLEVEL:+--log-level $LOGLEVEL} &
 	PID=$!
 }
 
 stop() { # stop NAME: SIGTERM, wait, report
-	kill -TERM $PID
-	wait $PID
+	kill -TERM "$PID"
+	wait "$PID"
 	echo "@@EXIT $1 code=$?"
 }
 
@@ -24,7 +24,7 @@ stop() { # stop NAME: SIGTERM, wait, report
 work() {
 	sleep 2
 	mark fill_start
-	fill $FILES
+	fill /data/file0 /data/file1 /data/file2
 	mark fill_end
 	mem after_fill
 }

@@ -27,7 +27,7 @@ echo "+memory +cpu +io +pids" >/sys/fs/cgroup/cgroup.subtree_control ||
 
 # /etc/vm/modules: one "name optional" line per module, in load order (vm.py resolved deps).
 while read -r name optional; do
-	insmod /lib/modules/$name.ko 2>/dev/console && continue
+	insmod "/lib/modules/$name.ko" 2>/dev/console && continue
 	[ "$optional" = 1 ] || fail "insmod $name"
 	echo "vm-init: optional module $name not loaded" >/dev/console
 done </etc/vm/modules
@@ -40,6 +40,7 @@ if [ -e /etc/vm/data ]; then
 	mount -t ext4 -o noatime /dev/vda /data || fail "mount /dev/vda on /data"
 fi
 
+# shellcheck source=/dev/null  # written by vm.py: export lines only
 . /etc/vm/env
 cd /
 echo "@@VM-START@@" >$out

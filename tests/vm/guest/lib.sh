@@ -1,3 +1,4 @@
+# shellcheck shell=sh
 # Helpers for scenario scripts (busybox sh), sourced as /test/lib.sh.
 #
 # Idle-sensitive: reclaimd judges the guest idle at <= 0.5 % CPU, and under TCG a fork+exec
@@ -52,8 +53,22 @@ cgmem() {
 	echo "@@MEM $1 t_ms=$NOW_MS cgroup=$2 file_kib=$(((_af + _if) / 1024))"
 }
 
-# fill FILES...: reads files into the page cache (this is the workload: it may fork).
-fill() { cat "$@" >/dev/null; }
+# burn MS: keep the CPU busy for MS ms (builtins only), so that a piece of work ends on the CPU
+# at a known moment. A read ends in I/O wait, which the idle judgement counts as idle: on a
+# loaded host the emulated disk is slow and that idle tail grew to 0.6 s, so idle began that
+# much "before" the grace period ended, counted from the read's end.
+burn() {
+	now_ms
+	_end=$((NOW_MS + $1))
+	while [ "$NOW_MS" -lt "$_end" ]; do now_ms; done
+}
+
+# fill FILES...: reads files into the page cache (this is the workload: it may fork), then
+# 500 ms on the CPU: the work ends busy, when fill returns, whatever the disk's speed.
+fill() {
+	cat "$@" >/dev/null
+	burn 500
+}
 
 # policy LINES...: writes /tmp/policy.yaml, one argument per line.
 policy() {

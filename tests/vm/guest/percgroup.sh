@@ -5,6 +5,7 @@
 # removed under the root and under idle.slice. Expected: idle.slice (idle source cgroup) is
 # reclaimed to its 32M floor; busy.slice (idle source cgroup, busy) and kept.slice (disabled)
 # keep their cache; nothing is written at the root; no errors.
+# shellcheck source=lib.sh
 . /test/lib.sh
 G=${GRACE:-15}
 R=/sys/fs/cgroup
@@ -32,7 +33,8 @@ scenario percgroup
 reclaimd --config /tmp/policy.yaml --log-level debug &
 PID=$!
 sleep 2
-inside idle.slice cat /data/file0 >/dev/null
+# fill ends on the CPU (lib.sh), in idle.slice: its idleness is judged from its own CPU.
+inside idle.slice "sh -c '. /test/lib.sh && fill /data/file0'"
 mark idle_read_end
 inside busy.slice cat /data/file1 >/dev/null
 inside kept.slice cat /data/file2 >/dev/null

@@ -1,13 +1,21 @@
 #!/bin/sh
 # Issue 4 on a real kernel: when a workload stalls on memory, reclaim must stop.
 # work.slice reads 300 MiB (file0..2); reclaimd reclaims it in 16M steps, one a second. Four
-# steps in, a workload in work.slice starts re-reading all three files in a loop under a tight
-# memory.max (48M), so it thrashes and work.slice's memory pressure rises. With PRESSURE=true
+# steps in, a workload in work.slice starts three readers, each re-reading the first 24 MiB of
+# its own file in a loop, under a tight memory.max (48M): 72 MiB of working set in 48 MiB keeps
+# all three in direct reclaim, so work.slice's memory pressure rises. With PRESSURE=true
 # reclaimd must halt within one window and resume after the calm period once the workload is
 # done; with PRESSURE=false it goes on (the baseline for the refaults the workload suffers).
 # The rule's idle threshold is 100 %: the workload's CPU never makes work.slice "busy", so only
 # pressure can stop the reclaim. Refault protection is off (limit 1000G) to watch backoff alone,
 # and the machine's floor is 16M, since memory.max leaves the whole machine under the default 128M.
+# Why three readers: the stall must be a clear multiple of the 100 ms trigger whatever the host's
+# load. One reader over all 300 MiB under 48M stalled 60-140 ms a second (a near miss: on a loaded
+# host nothing backed off); three stalled 300-450 ms a second on 6.1, 6.12 and 7.2 with the host
+# at load 10 on 2 cores (one vCPU: beyond three, readers wait for the CPU rather than for memory).
+# The loop tests the time with builtins: a fork per pass is CPU time that is not a stall.
+# (Not 32M: after the workload the cgroup must hold more than floor + a step, for the resume.)
+# shellcheck source=lib.sh
 . /test/lib.sh
 G=${GRACE:-10}
 R=/sys/fs/cgroup
@@ -47,7 +55,7 @@ psi_total() {
 	PSI=${_total#total=}
 }
 
-scenario pressure-${PRESSURE:-true}
+scenario "pressure-${PRESSURE:-true}"
 reclaimd --config /tmp/policy.yaml ${LOGLEVEL:+--log-level $LOGLEVEL} &
 PID=$!
 inside work.slice cat /data/file0 /data/file1 /data/file2 >/dev/null
@@ -57,7 +65,17 @@ cgmem after_fill work.slice
 sleep $((G + 2))
 cgmem before_workload work.slice
 echo 48M >$W/memory.max
-inside work.slice "sh -c 'end=\$((\$(cut -d. -f1 /proc/uptime) + 10)); while [ \$(cut -d. -f1 /proc/uptime) -lt \$end ]; do cat /data/file0 /data/file1 /data/file2 >/dev/null; done'" &
+cat >/tmp/thrash.sh <<'EOF'
+read -r up _ </proc/uptime
+end=$((${up%.*} + 10))
+for f in /data/file0 /data/file1 /data/file2; do
+	while read -r up _ </proc/uptime && [ "${up%.*}" -lt $end ]; do
+		dd if=$f of=/dev/null bs=1M count=24 2>/dev/null
+	done &
+done
+wait
+EOF
+inside work.slice sh /tmp/thrash.sh &
 READER=$!
 refaults
 R0=$REFAULTS
