@@ -29,8 +29,9 @@ std::string print(const std::vector<reclaimd::cgroup::MountEntry>& mounts) {
   std::string out;
   for (const auto& m : mounts) {
     out += "1 2 0:1 " + escape(m.root) + " " + escape(m.mountPoint) + " rw - " + m.fsType;
-    if (!m.source.empty()) out += " " + escape(m.source);
-    out += " rw\n";
+    // A line that ended at the type has no source: print none, nor the options after it.
+    if (!m.source.empty()) out += " " + escape(m.source) + " rw";
+    out += "\n";
   }
   return out;
 }
