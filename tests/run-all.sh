@@ -7,6 +7,7 @@
 #   3. deployment: the systemd unit (verify, security exposure, a sandboxed run under
 #      systemd-nspawn), the Debian package (installed here with dpkg, then purged), the
 #      Kubernetes manifests (and the DaemonSet's container under runc), the WSL recipe;
+#   then the libFuzzer targets (tests/fuzz), built with clang in build/fuzz, 20 s each;
 #   4. real-kernel tests: reclaimd inside QEMU on 6.12 and 6.1, one VM at a time;
 #   5. the benchmarks (tests/bench), which print figures.
 # Any failure fails the run; nothing is skipped.
@@ -35,6 +36,11 @@ step "unit tests (release)"
 ctest --test-dir build/release -L unit -j"$jobs" --output-on-failure
 step "deployment tests"
 ctest --test-dir build/release -L deploy --output-on-failure
+step "fuzzing: every parser, the pattern matcher and the policy loader (tests/fuzz)"
+cmake -S . -B build/fuzz -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRECLAIMD_FUZZ=ON \
+	-DRECLAIMD_TESTS=OFF -DRECLAIMD_BENCH=OFF >/dev/null
+cmake --build build/fuzz --target reclaimd_fuzz -j"$jobs"
+ctest --test-dir build/fuzz -L fuzz -j"$jobs" --output-on-failure
 step "real-kernel tests in QEMU (6.12, 6.1, newest), on a loaded host"
 # A busy loop per CPU at nice 19 while they run (hog.py stops them whatever happens): a VM
 # test must not depend on an idle host.

@@ -9,7 +9,7 @@
 # environment are honoured as dpkg-buildflags honours them.
 find_program(DPKG_BUILDFLAGS dpkg-buildflags)
 set(_dpkg_default OFF)
-if(DPKG_BUILDFLAGS AND NOT RECLAIMD_SANITIZE AND NOT CMAKE_BUILD_TYPE STREQUAL "Debug")
+if(DPKG_BUILDFLAGS AND NOT RECLAIMD_SANITIZE AND NOT RECLAIMD_FUZZ AND NOT CMAKE_BUILD_TYPE STREQUAL "Debug")
   set(_dpkg_default ON)
 endif()
 option(RECLAIMD_DPKG_BUILDFLAGS "Compile and link with dpkg-buildflags' hardening flags" ${_dpkg_default})
