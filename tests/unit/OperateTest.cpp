@@ -12,8 +12,8 @@
 #include <thread>
 
 #include "base/Log.h"
-#include "controller/Endpoints.h"
-#include "controller/Status.h"
+#include "controller/operate/Endpoints.h"
+#include "controller/operate/Status.h"
 #include "tests/unit/DaemonHarness.h"
 #include "tests/unit/FakeMachine.h"
 #include "tests/unit/Fixture.h"

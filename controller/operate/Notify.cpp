@@ -1,7 +1,9 @@
-#include "controller/Notify.h"
+#include "controller/operate/Notify.h"
 
+#include <spdlog/spdlog.h>
 #include <systemd/sd-daemon.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 #include <ctime>
@@ -11,7 +13,14 @@ namespace reclaimd::controller {
 Notifier::Notifier() {
   std::uint64_t usec = 0;
   // unset_environment=0: a child (there are none) would see it too; harmless.
-  if (sd_watchdog_enabled(0, &usec) > 0 && usec > 0) interval_ = std::chrono::microseconds(usec / 2);
+  if (sd_watchdog_enabled(0, &usec) > 0 && usec > 0) {
+    const std::chrono::microseconds timeout(usec);
+    if (timeout < kMinWatchdog) {
+      spdlog::warn("event=watchdog_clamped watchdog_usec={} used_usec={} why=\"below the 1s minimum a loop turn may take\"",
+                   usec, std::chrono::microseconds(kMinWatchdog).count());
+    }
+    interval_ = std::max<std::chrono::nanoseconds>(timeout, kMinWatchdog) / 2;
+  }
   const char* socket = std::getenv("NOTIFY_SOCKET");
   enabled_ = socket != nullptr && *socket != '\0';
 }
