@@ -40,7 +40,8 @@ int commandStatus(const std::string& socketPath, bool json) {
   addr.sun_family = AF_UNIX;
   std::memcpy(addr.sun_path, socketPath.c_str(), socketPath.size() + 1);
   if (!fd) return connectFailed(socketPath, errno);
-  if (::connect(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) return connectFailed(socketPath, errno);
+  if (::connect(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0)
+    return connectFailed(socketPath, errno);
   // Answers come at once; a daemon that does not answer within the readiness probe's 5 s is
   // reported, not waited on forever.
   timeval timeout{5, 0};

@@ -36,7 +36,8 @@ Result<LoopbackAddress> parseLoopback(std::string_view text) {
   sockaddr_in v4{};
   sockaddr_in6 v6{};
   if (::inet_pton(AF_INET, host.c_str(), &v4.sin_addr) == 1) {
-    if ((ntohl(v4.sin_addr.s_addr) >> 24) != 127) return loopbackError(text, "only loopback addresses (127.0.0.0/8, ::1)");
+    if ((ntohl(v4.sin_addr.s_addr) >> 24) != 127)
+      return loopbackError(text, "only loopback addresses (127.0.0.0/8, ::1)");
     v4.sin_family = AF_INET;
     v4.sin_port = htons(static_cast<std::uint16_t>(*port));
     std::memcpy(&out.addr, &v4, sizeof v4);
@@ -75,8 +76,8 @@ Result<std::optional<HttpRequest>> parseHttpRequest(std::string_view in) {
   if (sp1 == 0 || sp2 == std::string_view::npos || sp2 == sp1 + 1 || line.substr(sp2 + 1).rfind("HTTP/", 0) != 0) {
     return parseError("HTTP request line");
   }
-  return std::optional<HttpRequest>{HttpRequest{std::string(line.substr(0, sp1)),
-                                                std::string(line.substr(sp1 + 1, sp2 - sp1 - 1))}};
+  return std::optional<HttpRequest>{
+      HttpRequest{std::string(line.substr(0, sp1)), std::string(line.substr(sp1 + 1, sp2 - sp1 - 1))}};
 }
 
 bool wantsMetrics(const HttpRequest& r) {
@@ -86,7 +87,8 @@ bool wantsMetrics(const HttpRequest& r) {
 
 std::string httpResponse(const HttpRequest& r, const std::string& metrics) {
   const bool head = r.method == "HEAD";
-  if (r.method != "GET" && !head) return respond("405 Method Not Allowed\r\nAllow: GET, HEAD", "text/plain", "only GET and HEAD\n", true);
+  if (r.method != "GET" && !head)
+    return respond("405 Method Not Allowed\r\nAllow: GET, HEAD", "text/plain", "only GET and HEAD\n", true);
   if (!wantsMetrics(r)) return respond("404 Not Found", "text/plain", "reclaimd: metrics at /metrics\n", !head);
   return respond("200 OK", "text/plain; version=0.0.4; charset=utf-8", metrics, !head);
 }

@@ -16,8 +16,9 @@ Notifier::Notifier() {
   if (sd_watchdog_enabled(0, &usec) > 0 && usec > 0) {
     const std::chrono::microseconds timeout(usec);
     if (timeout < kMinWatchdog) {
-      spdlog::warn("event=watchdog_clamped watchdog_usec={} used_usec={} why=\"below the 1s minimum a loop turn may take\"",
-                   usec, std::chrono::microseconds(kMinWatchdog).count());
+      spdlog::warn(
+          "event=watchdog_clamped watchdog_usec={} used_usec={} why=\"below the 1s minimum a loop turn may take\"",
+          usec, std::chrono::microseconds(kMinWatchdog).count());
     }
     interval_ = std::max<std::chrono::nanoseconds>(timeout, kMinWatchdog) / 2;
   }

@@ -40,6 +40,25 @@ std::size_t utf8Length(std::string_view s, std::size_t i) {
   return n;
 }
 
+// A cgroup name or rule for the status text: control characters as \xNN, so a newline in a
+// name cannot forge a line; invalid UTF-8 as U+FFFD. Backslashes stay (systemd's \x2d).
+std::string printable(std::string_view v) {
+  std::string out;
+  for (std::size_t i = 0; i < v.size();) {
+    const std::size_t n = utf8Length(v, i);
+    const auto c = static_cast<unsigned char>(v[i]);
+    if (n == 0) {
+      out += "\xEF\xBF\xBD";
+    } else if (c < 0x20 || c == 0x7F) {
+      out += fmt::format("\\x{:02x}", c);
+    } else {
+      out.append(v.substr(i, n));
+    }
+    i += n == 0 ? 1 : n;
+  }
+  return out;
+}
+
 std::string busyText(const Status& s) {
   if (s.idleState == "warmup" && s.busyRatio) return fmt::format("busy {:.1f}% so far", *s.busyRatio * 100);
   return fmt::format("window busy {:.3f}%", s.windowBusyPercent);
@@ -87,9 +106,8 @@ std::string formatStatus(const Status& s) {
   line("uptime", formatDuration(std::chrono::seconds(static_cast<long>(s.uptimeSeconds))));
   line("machine", fmt::format("{} ({}), {} idle periods", s.idleState, busyText(s), s.idlePeriods));
   if (s.reclaimStartsInSeconds) {
-    line("reclaim starts in",
-         formatDuration(std::chrono::seconds(static_cast<long>(*s.reclaimStartsInSeconds + 0.5))) +
-             " if the machine stays idle");
+    line("reclaim starts in", formatDuration(std::chrono::seconds(static_cast<long>(*s.reclaimStartsInSeconds + 0.5))) +
+                                  " if the machine stays idle");
   }
   line("reclaimed",
        fmt::format("{} in {} steps ({} partial, {:.3f}s writing), {} drop_caches, {} compactions, {} floors raised",
@@ -98,18 +116,16 @@ std::string formatStatus(const Status& s) {
   if (s.dryRun) line("would reclaim", fmt::format("{} in {} steps", formatBytes(s.wouldReclaimBytes), s.wouldSteps));
   if (!s.lastAction.empty()) line("last action", s.lastAction);
   for (const ScopeStatus& p : s.pressure) {
-    out += fmt::format("pressure {}: {}{}, {} events, {} backoffs, step x{}\n", p.scope, p.watch,
+    out += fmt::format("pressure {}: {}{}, {} events, {} backoffs, step x{}\n", printable(p.scope), p.watch,
                        p.backedOff ? ", BACKED OFF" : "", p.events, p.backoffs, p.stepScale);
   }
   for (const TargetStatus& t : s.targets) {
-    out += fmt::format("target {}: rule {}, {}, {}{}, floor {}, reclaimable {}, reclaimed {} in {} steps{}{}\n",
-                       t.cgroup, t.rule, t.mode, t.idle ? "idle" : "not idle", t.backedOff ? ", backed off" : "",
-                       formatBytes(t.floorBytes), formatBytes(t.reclaimableBytes), formatBytes(t.reclaimedBytes),
-                       t.steps,
-                       s.dryRun ? fmt::format(", would reclaim {} in {} steps", formatBytes(t.wouldReclaimBytes),
-                                              t.wouldSteps)
-                                : "",
-                       t.lastAction.empty() ? "" : ", last: " + t.lastAction);
+    out += fmt::format(
+        "target {}: rule {}, {}, {}{}, floor {}, reclaimable {}, reclaimed {} in {} steps{}{}\n", printable(t.cgroup),
+        printable(t.rule), t.mode, t.idle ? "idle" : "not idle", t.backedOff ? ", backed off" : "",
+        formatBytes(t.floorBytes), formatBytes(t.reclaimableBytes), formatBytes(t.reclaimedBytes), t.steps,
+        s.dryRun ? fmt::format(", would reclaim {} in {} steps", formatBytes(t.wouldReclaimBytes), t.wouldSteps) : "",
+        t.lastAction.empty() ? "" : ", last: " + t.lastAction);
   }
   return out;
 }

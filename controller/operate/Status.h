@@ -27,12 +27,12 @@ struct TargetStatus {
   std::uint64_t floorBytes = 0;
   std::uint64_t reclaimedBytes = 0;
   std::uint64_t steps = 0;
-  std::uint64_t partial = 0;  // steps that ended in EAGAIN
-  double writeSeconds = 0;    // time spent in memory.reclaim writes
-  std::string lastAction;     // e.g. "2026-11-30T06:51:27 reclaimed 16.0 MiB"
-  std::uint64_t reclaimableBytes = 0;          // file cache above the floor: what a step could take
-  std::uint64_t wouldReclaimBytes = 0;         // dry run: what the steps would have asked for
-  std::uint64_t wouldSteps = 0;                // dry run: steps that would have been written
+  std::uint64_t partial = 0;                    // steps that ended in EAGAIN
+  double writeSeconds = 0;                      // time spent in memory.reclaim writes
+  std::string lastAction;                       // e.g. "2026-11-30T06:51:27 reclaimed 16.0 MiB"
+  std::uint64_t reclaimableBytes = 0;           // file cache above the floor: what a step could take
+  std::uint64_t wouldReclaimBytes = 0;          // dry run: what the steps would have asked for
+  std::uint64_t wouldSteps = 0;                 // dry run: steps that would have been written
   std::optional<double> lastActionTimestamp{};  // Unix time (s) of the last step, done or (dry run) would-be
 };
 
@@ -47,11 +47,11 @@ struct ScopeStatus {
 
 // The process's own figures (process_* metrics), read from <proc-root>/self.
 struct ProcessStatus {
-  double cpuSeconds = 0;          // user + system
+  double cpuSeconds = 0;  // user + system
   std::uint64_t residentBytes = 0;
   std::uint64_t openFds = 0;
-  std::uint64_t maxFds = 0;       // the soft RLIMIT_NOFILE
-  double startTimeSeconds = 0;    // Unix time
+  std::uint64_t maxFds = 0;     // the soft RLIMIT_NOFILE
+  double startTimeSeconds = 0;  // Unix time
 };
 
 struct Status {
@@ -61,7 +61,7 @@ struct Status {
   std::string requestedMode, effectiveMode, format, reason;
   bool dryRun = false;
   double uptimeSeconds = 0;
-  std::string idleState;  // warmup, busy, blocked, idle
+  std::string idleState;         // warmup, busy, blocked, idle
   double windowBusyPercent = 0;  // over the full grace-long window (0 until it is full)
   // Busy share (0-1) over the samples the detector holds: during warm-up, the part of the
   // window seen so far (which windowBusyPercent does not show). Absent before the first sample.
@@ -77,8 +77,8 @@ struct Status {
   std::uint64_t dropcaches = 0;
   std::uint64_t compactions = 0;
   std::uint64_t floorRaises = 0;
-  std::uint64_t wouldReclaimBytes = 0;  // dry run: what the steps would have asked for
-  std::uint64_t wouldSteps = 0;         // dry run: steps that would have been written
+  std::uint64_t wouldReclaimBytes = 0;        // dry run: what the steps would have asked for
+  std::uint64_t wouldSteps = 0;               // dry run: steps that would have been written
   std::string lastAction;                     // what was last done (or, dry run, would have been)
   std::optional<double> lastActionTimestamp;  // its Unix time (s)
   std::vector<ScopeStatus> pressure;

@@ -32,8 +32,8 @@ json target(const TargetStatus& t) {
 }
 
 json scope(const ScopeStatus& p) {
-  return json{{"scope", p.scope},         {"watch", p.watch},       {"backed_off", p.backedOff},
-              {"events", p.events},       {"backoffs", p.backoffs}, {"step_scale", p.stepScale}};
+  return json{{"scope", p.scope},   {"watch", p.watch},       {"backed_off", p.backedOff},
+              {"events", p.events}, {"backoffs", p.backoffs}, {"step_scale", p.stepScale}};
 }
 
 template <typename T>
