@@ -110,6 +110,17 @@ bool openableForWrite(const std::string& path, std::string* problem) {
 
 }  // namespace
 
+Result<void> checkCgroupRoot(const std::string& path) {
+  auto dir = openAt(AT_FDCWD, path, O_RDONLY | O_DIRECTORY);
+  if (!dir) return Error{dir.error().code, "--cgroup-root " + path + ": not a usable directory"};
+  auto controllers = openAt(dir->get(), cgroup::kControllers, O_RDONLY | O_NONBLOCK);
+  if (!controllers) {
+    return Error{controllers.error().code,
+                 "--cgroup-root " + path + ": not a cgroup2 root (no " + std::string(cgroup::kControllers) + ")"};
+  }
+  return {};
+}
+
 Capabilities probe(const Paths& paths) {
   Capabilities caps;
   probeCgroup(paths, caps);

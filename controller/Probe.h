@@ -4,6 +4,7 @@
 
 #include <string>
 
+#include "base/Result.h"
 #include "controller/Paths.h"
 
 namespace reclaimd::controller {
@@ -29,6 +30,11 @@ struct Capabilities {
   // not asked (a --proc-root other than /proc: libcgroup reads the real mount table) or unknown.
   std::string libcgroupMemory;
 };
+
+// An explicitly given cgroup root: a directory holding cgroup.controllers (what every cgroup2
+// directory has and a cgroup v1 hierarchy or a mistyped path has not; a fixture tree that has
+// it passes). A mistake here is an error at start, never a silent fallback to drop_caches.
+Result<void> checkCgroupRoot(const std::string& path);
 
 // Probes. The only writes are zero-byte memory.reclaim requests, which reclaim nothing;
 // drop_caches and compact_memory are opened for writing and closed unwritten.

@@ -1,4 +1,4 @@
-#include "controller/Cli.h"
+#include "controller/cli/Cli.h"
 
 int main(int argc, char** argv) {
   return reclaimd::controller::runCli(argc, argv);

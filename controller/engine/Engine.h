@@ -22,7 +22,7 @@
 #include "base/Event.h"
 #include "controller/ModeChoice.h"
 #include "controller/Probe.h"
-#include "controller/Status.h"
+#include "controller/operate/Status.h"
 #include "controller/engine/Decide.h"
 #include "controller/engine/IdleDetector.h"
 #include "controller/engine/Ports.h"
@@ -117,9 +117,10 @@ class Engine {
   // A PSI trigger fired on `id` (or its cgroup was removed: `gone`).
   void pressureEvent(ScopeId id, bool gone, TimePoint now, Sensors& in);
 
-  // The engine's part of `reclaimd status` and the metrics; `when` renders an engine time as
-  // the wall-clock time shown beside the last action.
-  void fill(Status& status, const std::function<std::string(TimePoint)>& when) const;
+  // The engine's part of `reclaimd status` and the metrics at `now`; `unixNow` is the wall
+  // clock's Unix time at that instant, and `when` renders an engine time as the wall-clock
+  // text shown beside a last action.
+  void fill(Status& status, TimePoint now, double unixNow, const std::function<std::string(TimePoint)>& when) const;
   const IdleVerdict& verdict() const { return verdict_; }
   const std::vector<TargetState>& targets() const { return targets_; }
   const Capabilities& capabilities() const { return caps_; }
@@ -199,7 +200,7 @@ class Engine {
   double overshoot_ = 0;  // freed per byte asked, learned from the kernel (ReclaimStep.h)
 
   // Totals since start (targets that went away included).
-  std::uint64_t reclaimed_ = 0, steps_ = 0, partial_ = 0, wouldReclaim_ = 0;
+  std::uint64_t reclaimed_ = 0, steps_ = 0, partial_ = 0, wouldReclaim_ = 0, wouldSteps_ = 0;
   double writeSeconds_ = 0;
   std::uint64_t dropcaches_ = 0, compactions_ = 0, floorRaises_ = 0, idlePeriods_ = 0;
   std::string lastAction_;

@@ -110,7 +110,9 @@ void Engine::dryRunShares(const std::vector<PlannedShare>& shares, TimePoint now
         .mib("floor_mib", t.floor());
     t.period.stalledAt = share.known;  // a dry run frees nothing: do not repeat each tick
     t.wouldReclaimBytes += share.bytes;
+    ++t.wouldSteps;
     wouldReclaim_ += share.bytes;
+    ++wouldSteps_;
     note(&t, "would reclaim " + formatMiB(share.bytes) + " MiB from " + t.label(), now);
   }
 }

@@ -174,6 +174,7 @@ bool Engine::measureTargets(TimePoint now, Sensors& in, const proc::Meminfo& mem
     if (t.gone || !(t.active() || t.refaults.watching())) continue;
     if (t.isRoot()) {
       t.measured = MemoryReading{mem.reclaimable(), machineRefaults_.value_or(0)};
+      t.lastReclaimable = mem.reclaimable();
       if (machineRefaults_) checkRefaults(t, now);
       any = true;
       continue;
@@ -187,6 +188,7 @@ bool Engine::measureTargets(TimePoint now, Sensors& in, const proc::Meminfo& mem
       continue;
     }
     t.measured = *m;
+    t.lastReclaimable = m->reclaimable;
     checkRefaults(t, now);
     any = true;
   }

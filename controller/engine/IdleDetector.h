@@ -79,6 +79,13 @@ class IdleDetector {
   const IdleConfig& config() const { return config_; }
 
   bool inIdlePeriod() const { return inPeriod_; }
+  // The busy share (percent) over all the samples held: during warm-up, the part of the window
+  // seen so far (the verdict's windowPercent is 0 until the window is full). nullopt before two
+  // samples.
+  std::optional<double> heldBusyPercent() const {
+    if (history_.size() < 2) return std::nullopt;
+    return busyPercent(history_.front(), history_.back());
+  }
   // Drops all history; the next sample is a new baseline.
   void reset();
 

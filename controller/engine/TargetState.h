@@ -44,6 +44,8 @@ struct TargetState {
   std::uint64_t partialSteps = 0;  // ended in EAGAIN
   double writeSeconds = 0;
   std::uint64_t wouldReclaimBytes = 0;  // dry run: what the steps would have asked
+  std::uint64_t wouldSteps = 0;
+  std::uint64_t lastReclaimable = 0;  // as last measured
   std::string lastAction;
   std::optional<TimePoint> lastActionAt;
 

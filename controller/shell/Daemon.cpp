@@ -16,6 +16,7 @@
 #include "base/Units.h"
 #include "cgroup/Mountinfo.h"
 #include "controller/ExitCodes.h"
+#include "controller/operate/ProcessStats.h"
 #include "controller/shell/Turn.h"
 #include "policies/Loader.h"
 
@@ -86,7 +87,6 @@ Result<void> Daemon::setUp() {
   sensors_.emplace(*proc_, nullptr, pressure_, tick_);
   actuator_.emplace(
       options_.paths, nullptr, pressure_, [this] { return stopPending(); }, [this] { return probeWithRoot(); });
-  if (auto opened = endpoints_.open(options_.endpoints); !opened) return opened;
   return listen();
 }
 
@@ -100,11 +100,9 @@ Result<void> Daemon::listen() {
     flushEvents();
   };
   if (auto r = loop_->add(pressure_.fd(), onPressure, kRankPressure); !r) return r;
-  auto onClient = [this] {
-    endpoints_.serve([this] { return formatStatus(snapshot()); }, [this] { return formatMetrics(snapshot()); },
-                     clock_.now());
-  };
-  if (auto r = loop_->add(endpoints_.fd(), onClient, kRankEndpoints); !r) return r;
+  for (int fd : endpoints_.fds()) {
+    if (auto r = loop_->add(fd, [this, fd] { endpoints_.handle(fd, clock_.now()); }, kRankEndpoints); !r) return r;
+  }
   return loop_->add(
       timer_.get(), [this] { onTimer(); }, kRankTimer);
 }
@@ -137,6 +135,12 @@ void Daemon::applyProbe(const char* why) {
 }
 
 int Daemon::run() {
+  if (auto opened = endpoints_.open(options_.endpoints); !opened) {
+    emit(Event(Severity::Error, "setup_failed").add("error", opened.error().message()));
+    return endpointsExitCode(opened.error());
+  }
+  endpoints_.setRenderers([this] { return formatStatusJson(snapshot(true)); },
+                          [this] { return formatMetrics(snapshot(true)); });
   if (auto ok = setUp(); !ok) {
     emit(Event(Severity::Error, "setup_failed").add("error", ok.error().message()));
     return kExitFailure;
@@ -165,8 +169,7 @@ int Daemon::run() {
     emit(Event(Severity::Error, "loop_failed").add("error", looped.error().message()));
     exitCode_ = kExitFailure;
   }
-  notifier_.stopping();
-  endpoints_.writeMetricsFile([this] { return formatMetrics(snapshot()); }, clock_.now(), true);
+  notifier_.stopping();  // the endpoints' last metrics (reclaimd_up 0) are written as they close
   return exitCode_;
 }
 
@@ -220,7 +223,7 @@ void Daemon::turn() {
   flushEvents();
   notifier_.watchdog(now);
   if (notifier_.enabled()) notifier_.status(statusLine());
-  endpoints_.writeMetricsFile([this] { return formatMetrics(snapshot()); }, now);
+  endpoints_.writeMetricsFile([this] { return formatMetrics(snapshot(true)); }, now);
   TimePoint wake = plan.wake;
   // systemd's watchdog is pinged from the turn: never sleep past its deadline.
   if (auto deadline = notifier_.watchdogDeadline()) wake = std::min(wake, *deadline);
@@ -276,13 +279,17 @@ void Daemon::flushEvents() {
   log_.write(engine_.takeEvents(), clock_.now());
 }
 
-Status Daemon::snapshot() const {
+Status Daemon::snapshot(bool withProcess) const {
   Status s;
   s.version = RECLAIMD_VERSION_STRING;
   s.dryRun = options_.dryRun;
   const TimePoint now = clock_.now();
   s.uptimeSeconds = duration<double>(now - started_).count();
-  engine_.fill(s, [now](TimePoint at) { return wallClock(at, now); });
+  const double unixNow = duration<double>(system_clock::now().time_since_epoch()).count();
+  engine_.fill(s, now, unixNow, [now](TimePoint at) { return wallClock(at, now); });
+  if (withProcess) {
+    if (auto process = readProcessStatus(options_.paths)) s.process = *process;
+  }
   return s;
 }
 
@@ -291,7 +298,7 @@ std::string Daemon::statusLine() const {
   std::string line = toString(m.mode);
   if (m.mode == policies::Mode::Gradual) line += std::string(" (") + toString(m.format) + ")";
   line += std::string(", machine ") + toString(engine_.verdict().state);
-  const Status s = snapshot();
+  const Status s = snapshot(false);
   line += ", reclaimed " + formatBytes(s.reclaimedBytes) + " in " + std::to_string(s.steps) + " steps";
   if (!s.pressure.empty() && s.pressure.front().scope == "machine" && s.pressure.front().backedOff)
     line += ", backed off (pressure)";

@@ -9,10 +9,10 @@
 
 #include "base/Clock.h"
 #include "base/UniqueFd.h"
-#include "controller/Endpoints.h"
-#include "controller/Notify.h"
+#include "controller/operate/Endpoints.h"
+#include "controller/operate/Notify.h"
 #include "controller/Paths.h"
-#include "controller/Status.h"
+#include "controller/operate/Status.h"
 #include "controller/engine/Engine.h"
 #include "controller/shell/EventLog.h"
 #include "controller/shell/Io.h"
@@ -57,7 +57,9 @@ class Daemon {
   void flushEvents();
   bool stopPending() const;
 
-  Status snapshot() const;
+  // What `reclaimd status` and the metrics say; `withProcess` adds reclaimd's own process figures
+  // (read from /proc/self: not for the sd_notify status line built every turn).
+  Status snapshot(bool withProcess) const;
   std::string statusLine() const;
 
   DaemonOptions options_;

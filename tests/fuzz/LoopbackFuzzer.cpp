@@ -6,7 +6,7 @@
 #include <cstring>
 #include <string>
 
-#include "controller/Endpoints.h"
+#include "controller/operate/Endpoints.h"
 #include "tests/fuzz/Check.h"
 
 namespace {

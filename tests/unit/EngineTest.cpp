@@ -168,9 +168,14 @@ TEST_F(EngineTest, DryRunWritesNothingAndCountsWhatItWouldReclaim) {
   ASSERT_GE(count("reclaim_step"), 1u);
   EXPECT_EQ(*named("reclaim_step").front().field("dry_run"), "true");
   controller::Status s;
-  engine_->fill(s, [](TimePoint) { return std::string("t"); });
+  engine_->fill(s, clock_.now(), 1e9, [](TimePoint) { return std::string("t"); });
   ASSERT_EQ(s.targets.size(), 1u);
   EXPECT_NE(s.targets[0].lastAction.find("would reclaim"), std::string::npos);
+  EXPECT_GE(s.wouldSteps, 1u);
+  EXPECT_EQ(s.wouldReclaimBytes, s.targets[0].wouldReclaimBytes);
+  EXPECT_GT(s.wouldReclaimBytes, 0u);
+  ASSERT_TRUE(s.lastActionTimestamp.has_value());
+  EXPECT_LE(*s.lastActionTimestamp, 1e9);
 }
 
 TEST_F(EngineTest, AtTheFloorMostTicksReadProcStatAlone) {

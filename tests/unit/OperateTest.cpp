@@ -9,11 +9,13 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <cstring>
+#include <filesystem>
 #include <thread>
 
 #include "base/Log.h"
-#include "controller/Endpoints.h"
-#include "controller/Status.h"
+#include "controller/operate/Endpoints.h"
+#include "controller/operate/Status.h"
 #include "tests/unit/DaemonHarness.h"
 #include "tests/unit/FakeMachine.h"
 #include "tests/unit/Fixture.h"
@@ -57,7 +59,8 @@ TEST(Metrics, ExpositionFormat) {
   EXPECT_NE(m.find("# TYPE reclaimd_reclaimed_bytes_total counter\nreclaimd_reclaimed_bytes_total 1234\n"),
             std::string::npos)
       << m;
-  EXPECT_NE(m.find("reclaimd_up{mode=\"gradual\",requested=\"gradual\",version=\"0.1.0\"} 1"), std::string::npos);
+  EXPECT_NE(m.find("\nreclaimd_up 1\n"), std::string::npos);
+  EXPECT_NE(m.find("reclaimd_mode_info{requested=\"gradual\",effective=\"gradual\","), std::string::npos) << m;
   EXPECT_NE(m.find("reclaimd_machine_idle 1"), std::string::npos);
   EXPECT_NE(m.find("reclaimd_pressure_events_total{scope=\"machine\",watch=\"trigger\"} 3"), std::string::npos);
   EXPECT_NE(m.find("reclaimd_cgroup_reclaimed_bytes_total{cgroup=\"a\\\"b\",rule=\"2\"} 99"), std::string::npos) << m;
@@ -100,15 +103,103 @@ TEST_F(OperateTest, StatusOverTheSocket) {
   EXPECT_NE(downOut.find("not running"), std::string::npos);
 }
 
-TEST_F(OperateTest, StaleSocketIsReplaced) {
+// A file that is not a socket is never unlinked; a socket nobody answers (a crash left it) is
+// replaced.
+TEST_F(OperateTest, SocketPathOwnership) {
   FakeMachine m(fx_);
-  fx_.write("run/status.sock", "left over by a crash");
+  fx_.write("run/status.sock", "an administrator's file");
+  auto refused = start();
+  EXPECT_EQ(refused->wait(5s), 73) << log();
+  EXPECT_EQ(fx_.read("run/status.sock"), "an administrator's file");
+  EXPECT_TRUE(logHas("is not a socket; refusing to replace it")) << log();
+  fx_.remove("run/status.sock");
+  {
+    int fd = ::socket(AF_UNIX, SOCK_STREAM, 0);
+    sockaddr_un a{};
+    a.sun_family = AF_UNIX;
+    std::strncpy(a.sun_path, fx_.path("run/status.sock").c_str(), sizeof a.sun_path - 1);
+    ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+    ::close(fd);  // bound, never listening, left behind
+  }
   auto d = start();
   ASSERT_TRUE(waitLog("event=start")) << log();
   auto [code, out] = runCommand({RECLAIMD_BINARY, "status", "--socket", fx_.path("run/status.sock")});
   EXPECT_EQ(code, 0) << out << log();
   d->signal(SIGTERM);
   EXPECT_EQ(d->wait(5s), 0);
+}
+
+// A second daemon on the same socket refuses to start (its own exit code) and leaves the first
+// one reachable.
+TEST_F(OperateTest, SecondDaemonOnTheSocketRefuses) {
+  FakeMachine m(fx_);
+  auto first = start();
+  ASSERT_TRUE(waitLog("event=start")) << log();
+  auto [code, out] = runCommand({RECLAIMD_BINARY, "--proc-root", fx_.path("proc"), "--cgroup-root", fx_.path("cg"),
+                                 "--config", fx_.path("policy.yaml"), "--status-socket", fx_.path("run/status.sock")});
+  EXPECT_EQ(code, 75) << out;
+  EXPECT_NE(out.find("another reclaimd answers"), std::string::npos) << out;
+  auto [statusCode, statusOut] = runCommand({RECLAIMD_BINARY, "status", "--socket", fx_.path("run/status.sock")});
+  EXPECT_EQ(statusCode, 0) << statusOut;
+  first->signal(SIGTERM);
+  EXPECT_EQ(first->wait(5s), 0);
+}
+
+// EACCES on the socket is "permission denied" (77), not "not running" (69).
+TEST_F(OperateTest, StatusPermissionDenied) {
+  FakeMachine m(fx_);
+  ::chmod(fx_.root().c_str(), 0755);  // nobody may reach the socket's directory, not the socket
+  auto d = start();
+  ASSERT_TRUE(waitLog("event=start")) << log();
+  ::chmod(fx_.path("run").c_str(), 0755);
+  auto [code, out] = runCommand({"/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+                                 RECLAIMD_BINARY, "status", "--socket", fx_.path("run/status.sock")});
+  EXPECT_EQ(code, 77) << out;
+  EXPECT_NE(out.find("permission denied"), std::string::npos) << out;
+  d->signal(SIGTERM);
+  EXPECT_EQ(d->wait(5s), 0);
+}
+
+// A mistyped --cgroup-root is an error at start: never a fall back to dropcache that writes
+// drop_caches.
+TEST_F(OperateTest, MistypedCgroupRootIsAnError) {
+  FakeMachine m(fx_);
+  fx_.write("proc/sys/vm/drop_caches", "");
+  for (const std::string& root : {fx_.path("cgroup-typo"), fx_.path("policy.yaml"), fx_.path("proc")}) {
+    auto [code, out] = runCommand({RECLAIMD_BINARY, "--proc-root", fx_.path("proc"), "--cgroup-root", root, "--config",
+                                   fx_.path("policy.yaml"), "--status-socket", ""});
+    EXPECT_EQ(code, 66) << root << "\n" << out;
+    EXPECT_NE(out.find("--cgroup-root " + root), std::string::npos) << out;
+    auto [probeCode, probeOut] =
+        runCommand({RECLAIMD_BINARY, "probe", "--proc-root", fx_.path("proc"), "--cgroup-root", root});
+    EXPECT_EQ(probeCode, 66) << probeOut;
+  }
+  EXPECT_EQ(fx_.read("proc/sys/vm/drop_caches"), "");
+}
+
+TEST(Cli, PerSubcommandOptions) {
+  for (const std::vector<std::string>& args : {std::vector<std::string>{"status", "--config", "/nonexistent"},
+                                               {"probe", "--metrics-listen", "127.0.0.1:1"},
+                                               {"check-config", "x.yaml", "--dry-run"},
+                                               {"status", "--proc-root", "/proc"},
+                                               {"run", "--socket", "/x"},
+                                               {"probe", "--json"}}) {
+    std::vector<std::string> argv = {RECLAIMD_BINARY};
+    argv.insert(argv.end(), args.begin(), args.end());
+    auto [code, out] = runCommand(argv);
+    EXPECT_EQ(code, 64) << args[0] << " " << args[1] << "\n" << out;
+  }
+  auto [runCode, runHelp] = runCommand({RECLAIMD_BINARY, "run", "--help"});
+  EXPECT_EQ(runCode, 0);
+  for (const char* option : {"--metrics-file", "--status-socket", "--dry-run", "--cgroup-root"})
+    EXPECT_NE(runHelp.find(option), std::string::npos) << option << "\n" << runHelp;
+  auto [statusCode, statusHelp] = runCommand({RECLAIMD_BINARY, "status", "--help"});
+  EXPECT_EQ(statusCode, 0);
+  EXPECT_NE(statusHelp.find("--json"), std::string::npos);
+  EXPECT_EQ(statusHelp.find("--metrics-file"), std::string::npos) << statusHelp;
+  auto [vCode, version] = runCommand({RECLAIMD_BINARY, "--version"});
+  EXPECT_EQ(vCode, 0);
+  EXPECT_NE(version.find(std::string("(") + controller::buildCommit() + ")"), std::string::npos) << version;
 }
 
 // A minimal HTTP GET over loopback.
@@ -136,10 +227,14 @@ std::string httpGet(int port, const std::string& path) {
 TEST_F(OperateTest, MetricsFileAndHttp) {
   FakeMachine m(fx_);
   const int port = 20000 + (::getpid() % 20000);
+  // A user who may write the textfile directory plants the name the temporary once had.
+  fx_.write("secret", "root's own");
+  std::filesystem::create_symlink(fx_.path("secret"), fx_.path("reclaimd.prom.tmp"));
   auto d =
       start({"--metrics-file", fx_.path("reclaimd.prom"), "--metrics-listen", "127.0.0.1:" + std::to_string(port)});
   ASSERT_TRUE(waitLog("event=reclaim_step")) << log();
-  ASSERT_TRUE(eventually([&] { return fx_.read("reclaimd.prom").find("reclaimd_up{") != std::string::npos; }, 5s));
+  ASSERT_TRUE(eventually([&] { return fx_.read("reclaimd.prom").find("\nreclaimd_up 1\n") != std::string::npos; }, 5s));
+  EXPECT_EQ(fx_.read("secret"), "root's own") << "the planted symlink was not followed";
   struct stat st {};
   ASSERT_EQ(::stat(fx_.path("reclaimd.prom").c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 0777, 0644u) << "node_exporter runs as its own user";
@@ -151,6 +246,8 @@ TEST_F(OperateTest, MetricsFileAndHttp) {
   EXPECT_EQ(httpGet(port, "/").rfind("HTTP/1.1 404", 0), 0u);
   d->signal(SIGTERM);
   EXPECT_EQ(d->wait(5s), 0);
+  EXPECT_NE(fx_.read("reclaimd.prom").find("\nreclaimd_up 0\n"), std::string::npos) << "stopped: up 0";
+  EXPECT_EQ(fx_.read("secret"), "root's own");
   auto [code, out] = runCommand(
       {RECLAIMD_BINARY, "--metrics-listen", "0.0.0.0:9101", "--proc-root", fx_.path("proc"), "--status-socket", ""});
   EXPECT_EQ(code, 64) << out;
@@ -199,13 +296,14 @@ TEST_F(OperateTest, NotifiesSystemd) {
   FakeMachine m(fx_);
   NotifySocket systemd(fx_.path("notify.sock"));
   ASSERT_TRUE(systemd.bound());
-  // A 400 ms watchdog: pings must come at least every 200 ms, whatever the sample period.
-  auto d = start({}, {systemd.env(), "WATCHDOG_USEC=400000"});
+  // A 1 s watchdog (the shortest honoured): pings must come at least every 500 ms, whatever the
+  // sample period.
+  auto d = start({}, {systemd.env(), "WATCHDOG_USEC=1000000"});
   ASSERT_TRUE(eventually([&] { return systemd.count("READY=1") > 0; }, 5s)) << systemd.drain() << log();
   EXPECT_NE(systemd.drain().find("STATUS=gradual (swappiness=0)"), std::string::npos) << systemd.drain();
   const std::size_t before = systemd.count("WATCHDOG=1");
   std::this_thread::sleep_for(1s);
-  EXPECT_GE(systemd.count("WATCHDOG=1") - before, 4u) << systemd.drain();
+  EXPECT_GE(systemd.count("WATCHDOG=1") - before, 2u) << systemd.drain();
   d->signal(SIGHUP);
   ASSERT_TRUE(eventually([&] { return systemd.count("RELOADING=1") > 0; }, 5s)) << systemd.drain();
   d->signal(SIGTERM);
@@ -231,6 +329,23 @@ TEST_F(OperateTest, WatchdogPingsAreNotPerTick) {
   EXPECT_GE(ticks, 5u) << out;  // busy ticks (logged until the 1 s grace ends) came every 100 ms
   EXPECT_GE(systemd.count("WATCHDOG=1"), 3u) << systemd.drain();
   EXPECT_LE(systemd.count("WATCHDOG=1"), 5u) << systemd.drain();
+}
+
+// WATCHDOG_USEC=1 used to wake the loop (and ping PID 1) every millisecond: it is raised to
+// the 1 s minimum with one log line.
+TEST_F(OperateTest, TinyWatchdogIsClamped) {
+  FakeMachine m(fx_);
+  NotifySocket systemd(fx_.path("notify.sock"));
+  ASSERT_TRUE(systemd.bound());
+  auto d = start({}, {systemd.env(), "WATCHDOG_USEC=1"});
+  ASSERT_TRUE(eventually([&] { return systemd.count("READY=1") > 0; }, 5s)) << systemd.drain() << log();
+  const std::size_t before = systemd.count("WATCHDOG=1");
+  std::this_thread::sleep_for(1s);
+  const std::size_t pings = systemd.count("WATCHDOG=1") - before;
+  d->signal(SIGTERM);
+  EXPECT_EQ(d->wait(5s), 0);
+  EXPECT_LE(pings, 6u) << "about one per 250-500 ms, not one per millisecond";
+  EXPECT_EQ(count("event=watchdog_clamped"), 1u) << log();
 }
 
 }  // namespace

@@ -1,5 +1,8 @@
-#include "controller/Notify.h"
+#include "controller/operate/Notify.h"
 
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 #include <ctime>
@@ -9,7 +12,15 @@
 namespace reclaimd::controller {
 
 Notifier::Notifier() {
-  if (auto usec = sdWatchdog()) interval_ = *usec / 2;
+  if (auto usec = sdWatchdog()) {
+    const std::chrono::microseconds timeout = *usec;
+    if (timeout < kMinWatchdog) {
+      spdlog::warn(
+          "event=watchdog_clamped watchdog_usec={} used_usec={} why=\"below the 1s minimum a loop turn may take\"",
+          timeout.count(), std::chrono::microseconds(kMinWatchdog).count());
+    }
+    interval_ = std::max<std::chrono::nanoseconds>(timeout, kMinWatchdog) / 2;
+  }
   const char* socket = std::getenv("NOTIFY_SOCKET");
   enabled_ = socket != nullptr && *socket != '\0';
 }

@@ -11,6 +11,12 @@
 
 namespace reclaimd::controller {
 
+// The shortest watchdog honoured. One loop turn may legitimately take a good part of a second
+// (a reclaim step is written in timed chunks, a walk of a large tree): a shorter WatchdogSec=
+// would have systemd kill a healthy daemon, and WATCHDOG_USEC=1 would wake the loop every millisecond. Shorter
+// values are raised to this, with one log line.
+inline constexpr std::chrono::seconds kMinWatchdog{1};
+
 class Notifier {
  public:
   Notifier();
@@ -26,6 +32,8 @@ class Notifier {
   void watchdog(TimePoint now);
   // The latest moment the loop must wake for the next ping; nullopt when the watchdog is off.
   std::optional<TimePoint> watchdogDeadline() const;
+  // Half the (clamped) watchdog timeout; nullopt when the watchdog is off.
+  std::optional<std::chrono::nanoseconds> pingInterval() const { return interval_; }
 
  private:
   // Half the watchdog timeout systemd set (WatchdogSec=).

@@ -1,0 +1,123 @@
+#include "controller/cli/Cli.h"
+
+#include <CLI/CLI.hpp>
+
+#include <algorithm>
+#include <array>
+#include <string_view>
+
+#include "controller/ExitCodes.h"
+#include "controller/cli/Commands.h"
+
+#ifndef RECLAIMD_VERSION
+#define RECLAIMD_VERSION "unknown"
+#endif
+#ifndef RECLAIMD_GIT_COMMIT
+#define RECLAIMD_GIT_COMMIT "unknown"
+#endif
+
+namespace reclaimd::controller {
+
+namespace {
+
+constexpr std::array<std::string_view, 4> kSubcommands = {"run", "probe", "check-config", "status"};
+// Options that take no value: the word after them is not theirs.
+constexpr std::array<std::string_view, 5> kFlags = {"--dry-run", "--json", "--help", "-h", "--version"};
+
+bool isSubcommand(std::string_view a) {
+  return std::find(kSubcommands.begin(), kSubcommands.end(), a) != kSubcommands.end();
+}
+
+// Whether args[i] is the value of the option before it ("--config probe").
+bool isOptionValue(const std::vector<std::string>& args, std::size_t i) {
+  if (i < 2) return false;
+  const std::string& prev = args[i - 1];
+  if (prev.empty() || prev[0] != '-' || prev.find('=') != std::string::npos) return false;
+  return std::find(kFlags.begin(), kFlags.end(), prev) == kFlags.end();
+}
+
+void addPaths(CLI::App* cmd, RunOptions& o) {
+  cmd->add_option("--proc-root", o.procRoot, "where procfs is mounted (tests point this at a fixture)")
+      ->capture_default_str();
+  cmd->add_option("--cgroup-root", o.cgroupRoot,
+                  "the cgroup2 root (default: found in /proc/self/mountinfo; given: must be a cgroup2 root)");
+  cmd->add_option("-c,--config", o.config, "YAML policy file (default: the built-in policy)");
+}
+
+void addRunOptions(CLI::App* run, RunOptions& o) {
+  addPaths(run, o);
+  run->add_option("--log-level", o.logLevel, "trace, debug, info, warn, error or off")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"trace", "debug", "info", "warn", "warning", "error", "off"}));
+  run->add_flag("--dry-run", o.dryRun, "decide and log, write nothing (the probe's zero-byte requests aside)");
+  run->add_option("--status-socket", o.endpoints.statusSocket,
+                  "unix socket that `reclaimd status` reads (root only; \"\" for none)")
+      ->capture_default_str();
+  run->add_option("--metrics-file", o.endpoints.metricsFile,
+                  "Prometheus textfile for node_exporter, rewritten atomically every 10s (default: none)");
+  run->add_option("--metrics-listen", o.endpoints.metricsListen,
+                  "serve Prometheus metrics over HTTP at /metrics on a loopback HOST:PORT (default: off)");
+}
+
+}  // namespace
+
+std::vector<std::string> normalizeArgs(std::vector<std::string> args) {
+  if (args.size() < 2) {
+    args.emplace_back("run");
+    return args;
+  }
+  if (args[1] == "--help" || args[1] == "-h" || args[1] == "--version") return args;
+  for (std::size_t i = 1; i < args.size(); ++i) {
+    if (!isSubcommand(args[i]) || isOptionValue(args, i)) continue;
+    std::string name = args[i];
+    args.erase(args.begin() + static_cast<std::ptrdiff_t>(i));
+    args.insert(args.begin() + 1, std::move(name));
+    return args;
+  }
+  args.insert(args.begin() + 1, "run");
+  return args;
+}
+
+int runCli(int argc, char** argv) {
+  CLI::App app{"reclaimd: gives a Linux machine's idle page cache back to its host"};
+  app.set_version_flag("--version", std::string("reclaimd ") + RECLAIMD_VERSION + " (" + RECLAIMD_GIT_COMMIT + ")");
+  app.name("reclaimd");
+  app.require_subcommand(1, 1);
+
+  RunOptions run, probe;
+  auto* runCmd = app.add_subcommand("run", "run the daemon (the default)");
+  addRunOptions(runCmd, run);
+  auto* probeCmd = app.add_subcommand("probe", "print what this kernel supports and the mode that would run");
+  addPaths(probeCmd, probe);
+  auto* statusCmd = app.add_subcommand("status", "ask the running daemon what it is doing");
+  std::string statusSocket = kDefaultStatusSocket;
+  bool json = false;
+  statusCmd->add_option("--socket", statusSocket, "the daemon's status socket")->capture_default_str();
+  statusCmd->add_flag("--json", json, "print the status as JSON");
+  std::string checkFile;
+  std::vector<std::string> explainPaths;
+  auto* check = app.add_subcommand("check-config", "validate a policy file without running");
+  check->add_option("file", checkFile, "the policy file")->required();
+  check
+      ->add_option("--explain", explainPaths,
+                   "cgroup paths (relative to the cgroup root): which rule governs each, and why")
+      ->expected(1, -1);
+
+  std::vector<std::string> args = normalizeArgs(std::vector<std::string>(argv, argv + argc));
+  std::vector<char*> pointers;
+  for (std::string& a : args)
+    pointers.push_back(a.data());
+  try {
+    app.parse(static_cast<int>(pointers.size()), pointers.data());
+  } catch (const CLI::ParseError& e) {
+    const int code = app.exit(e);
+    // --help and --version exit 0; every other parse error is a usage error.
+    return code == 0 ? kExitOk : kExitUsage;
+  }
+  if (*probeCmd) return commandProbe(probe);
+  if (*statusCmd) return commandStatus(statusSocket, json);
+  if (*check) return commandCheckConfig(checkFile, explainPaths);
+  return commandRun(run);
+}
+
+}  // namespace reclaimd::controller

@@ -1,0 +1,18 @@
+// The command line: `reclaimd [run]`, `probe`, `check-config`, `status`. Each subcommand takes
+// its own options only; anything else is a usage error (exit 64).
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace reclaimd::controller {
+
+// Parses arguments, runs the chosen command and returns the process exit code.
+int runCli(int argc, char** argv);
+
+// The arguments with the subcommand first: "run" is added when none is named, and one named
+// after options that come before it (`reclaimd --proc-root X probe`, the old form) is moved to
+// the front, so each subcommand's parser sees all of its options.
+std::vector<std::string> normalizeArgs(std::vector<std::string> args);
+
+}  // namespace reclaimd::controller

@@ -1,0 +1,165 @@
+#include "controller/cli/Commands.h"
+
+#include <iostream>
+
+#include "base/Event.h"
+#include "base/Limits.h"
+#include "base/Log.h"
+#include "base/Units.h"
+#include "controller/ExitCodes.h"
+#include "controller/ModeChoice.h"
+#include "controller/Probe.h"
+#include "controller/shell/Daemon.h"
+#include "policies/Keys.h"
+#include "policies/Loader.h"
+#include "policies/Rules.h"
+#include "policies/Step.h"
+
+namespace reclaimd::controller {
+
+namespace {
+
+Paths pathsOf(const RunOptions& o) {
+  return Paths{o.procRoot, o.cgroupRoot};
+}
+
+// The policy in force: the file when given, else the built-in default.
+Result<policies::Policy> loadPolicy(const RunOptions& o) {
+  if (o.config.empty()) return policies::Policy{};
+  return policies::loadPolicyFile(o.config);
+}
+
+// What stops the daemon before it starts: an explicit --cgroup-root that is not a cgroup2 root
+// (a typo must not fall back to dropcache and write drop_caches), a --metrics-listen that is
+// not loopback, a status socket path that is taken. Logged; the exit code, or 0 to go on.
+int preflight(const RunOptions& o) {
+  if (!o.cgroupRoot.empty()) {
+    if (auto root = checkCgroupRoot(o.cgroupRoot); !root) {
+      emit(Event(Severity::Error, "usage").add("error", root.error().message()));
+      return kExitNoInput;
+    }
+  }
+  if (!o.endpoints.metricsListen.empty()) {
+    if (auto address = parseLoopback(o.endpoints.metricsListen); !address) {
+      emit(Event(Severity::Error, "usage").add("error", address.error().message()));
+      return kExitUsage;
+    }
+  }
+  if (!o.endpoints.statusSocket.empty()) {
+    if (auto free = checkStatusSocket(o.endpoints.statusSocket); !free) {
+      emit(Event(Severity::Error, "status_socket_taken").add("error", free.error().message()));
+      return endpointsExitCode(free.error());
+    }
+  }
+  return kExitOk;
+}
+
+}  // namespace
+
+int commandRun(const RunOptions& o) {
+  if (auto blocked = blockDaemonSignals(); !blocked) {
+    std::cerr << blocked.error().message() << "\n";
+    return kExitFailure;
+  }
+  auto level = parseLogLevel(o.logLevel);
+  initLogging(level.value_or(spdlog::level::info));
+  // Each target keeps two files open (its directory and memory.stat): a node with thousands of
+  // cgroups needs more than the usual soft limit of 1024.
+  if (auto fds = raiseFdLimit(); fds)
+    emit(Event(Severity::Debug, "fd_limit").add("soft", *fds));
+  else
+    emit(Event(Severity::Warn, "fd_limit").add("error", fds.error().message()));
+  auto policy = loadPolicy(o);
+  if (!policy) {
+    emit(Event(Severity::Error, "config_invalid").add("error", policy.error().message()));
+    shutdownLogging();
+    return kExitConfig;
+  }
+  if (const int code = preflight(o); code != kExitOk) {
+    shutdownLogging();
+    return code;
+  }
+  RealClock clock;
+  DaemonOptions options;
+  options.paths = pathsOf(o);
+  options.endpoints = o.endpoints;
+  options.configPath = o.config;
+  options.dryRun = o.dryRun;
+  Daemon daemon(options, *policy, clock);
+  const int code = daemon.run();
+  spdlog::info("event=exit code={}", code);
+  shutdownLogging();
+  return code;
+}
+
+int commandProbe(const RunOptions& o) {
+  auto policy = loadPolicy(o);
+  if (!policy) {
+    std::cerr << policy.error().message() << "\n";
+    return kExitConfig;
+  }
+  if (!o.cgroupRoot.empty()) {
+    if (auto root = checkCgroupRoot(o.cgroupRoot); !root) {
+      std::cerr << root.error().message() << "\n";
+      return kExitNoInput;
+    }
+  }
+  const Capabilities caps = probe(pathsOf(o));
+  const EffectiveMode mode = chooseMode(policy->mode, caps);
+  std::cout << describe(caps);
+  std::cout << "requested_mode: " << toString(policy->mode) << "\n";
+  std::cout << "effective_mode: " << toString(mode.mode);
+  if (mode.mode == policies::Mode::Gradual) std::cout << " (" << toString(mode.format) << ")";
+  std::cout << "\nreason: " << mode.reason << "\n";
+  return mode.unusable ? kExitUnavailable : kExitOk;
+}
+
+namespace {
+
+// Accept "/system.slice" and "system.slice/" as the same cgroup; reject what leaves the root.
+bool explainOne(const policies::Policy& policy, const std::string& raw) {
+  std::string path = raw;
+  while (!path.empty() && path.front() == '/')
+    path.erase(0, 1);
+  while (!path.empty() && path.back() == '/')
+    path.pop_back();
+  if (!path.empty()) {
+    auto valid = policies::Pattern::parse(path);
+    if (!valid || !valid->exact()) {
+      std::cerr << "--explain " << raw << ": not a cgroup path"
+                << (valid ? std::string(" (it has wildcards)") : ": " + valid.error().message()) << "\n";
+      return false;
+    }
+  }
+  std::cout << policies::explain(policy, path);
+  return true;
+}
+
+}  // namespace
+
+int commandCheckConfig(const std::string& file, const std::vector<std::string>& explainPaths) {
+  auto policy = policies::loadPolicyFile(file);
+  if (!policy) {
+    std::cerr << policy.error().message() << "\n";
+    return kExitConfig;
+  }
+  if (!explainPaths.empty()) {
+    for (const std::string& raw : explainPaths) {
+      if (!explainOne(*policy, raw)) return kExitUsage;
+    }
+    return kExitOk;
+  }
+  const auto& p = *policy;
+  std::cout << file << ": valid\n"
+            << policies::describeSettings(p) << "rules: " << p.rules.size()
+            << (p.rules.empty() ? " (the whole tree under the settings above)" : "") << "\n";
+  for (std::size_t i = 0; i < p.rules.size(); ++i) {
+    const auto& r = p.rules[i];
+    std::cout << "  " << i + 1 << ". line " << r.line << " match \"" << r.pattern.text() << "\": " << toString(r.mode)
+              << ", floor " << formatBytes(r.floor) << ", idle source " << toString(r.idleSource) << ", grace "
+              << formatDuration(r.idle.grace) << "\n";
+  }
+  return kExitOk;
+}
+
+}  // namespace reclaimd::controller

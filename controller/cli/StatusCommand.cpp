@@ -1,0 +1,88 @@
+// `reclaimd status`: connects to the daemon's socket and prints what it says. The daemon
+// answers JSON (formatStatusJson); the text is rendered here from it, so both forms say the
+// same. A daemon that answers text (before the JSON protocol) is printed as it is.
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <iostream>
+
+#include "base/UniqueFd.h"
+#include "controller/ExitCodes.h"
+#include "controller/cli/Commands.h"
+#include "controller/operate/Status.h"
+
+namespace reclaimd::controller {
+
+namespace {
+
+// The exit code and message for a failed connect: permission is not absence.
+int connectFailed(const std::string& socketPath, int err) {
+  if (err == EACCES || err == EPERM) {
+    std::cerr << "permission denied on " << socketPath << ": only root may ask reclaimd for its status\n";
+    return kExitNoPermission;
+  }
+  std::cerr << "reclaimd is not running, or not reachable at " << socketPath << ": " << std::strerror(err) << "\n";
+  return kExitUnavailable;
+}
+
+}  // namespace
+
+int commandStatus(const std::string& socketPath, bool json) {
+  UniqueFd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  sockaddr_un addr{};
+  if (socketPath.size() >= sizeof addr.sun_path) {
+    std::cerr << "status socket path too long: " << socketPath << "\n";
+    return kExitUsage;
+  }
+  addr.sun_family = AF_UNIX;
+  std::memcpy(addr.sun_path, socketPath.c_str(), socketPath.size() + 1);
+  if (!fd) return connectFailed(socketPath, errno);
+  if (::connect(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0)
+    return connectFailed(socketPath, errno);
+  // Answers come at once; a daemon that does not answer within the readiness probe's 5 s is
+  // reported, not waited on forever.
+  timeval timeout{5, 0};
+  ::setsockopt(fd.get(), SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof timeout);
+  std::string text;
+  char buf[4096];
+  for (;;) {
+    const ssize_t n = ::read(fd.get(), buf, sizeof buf);
+    if (n > 0) {
+      text.append(buf, static_cast<std::size_t>(n));
+      continue;
+    }
+    if (n < 0) {
+      std::cerr << "reading the status from " << socketPath << ": " << std::strerror(errno) << "\n";
+      return kExitFailure;
+    }
+    break;
+  }
+  if (text.empty()) {
+    std::cerr << "reclaimd at " << socketPath << " closed without an answer (only root may ask)\n";
+    return kExitNoPermission;
+  }
+  if (text.front() != '{') {
+    if (json) {
+      std::cerr << "the reclaimd at " << socketPath << " answers text only (an older version)\n";
+      return kExitFailure;
+    }
+    std::cout << text;
+    return kExitOk;
+  }
+  if (json) {
+    std::cout << text;
+    return kExitOk;
+  }
+  auto status = parseStatusJson(text);
+  if (!status) {
+    std::cerr << "the answer from " << socketPath << ": " << status.error().message() << "\n";
+    return kExitFailure;
+  }
+  std::cout << formatStatus(*status);
+  return kExitOk;
+}
+
+}  // namespace reclaimd::controller

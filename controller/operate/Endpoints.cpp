@@ -1,0 +1,318 @@
+#include "controller/operate/Endpoints.h"
+
+#include <spdlog/spdlog.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/timerfd.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include "controller/ExitCodes.h"
+#include "controller/operate/MetricsFile.h"
+
+namespace reclaimd::controller {
+
+using namespace std::chrono_literals;
+
+namespace {
+
+// Status clients are root's own commands, one at a time; HTTP clients are scrapers (one or two
+// Prometheus servers) and whatever else a local user opens. Separate budgets: no number of
+// HTTP clients takes a status slot.
+constexpr std::size_t kMaxStatusConnections = 4;
+constexpr std::size_t kMaxHttpConnections = 16;
+constexpr std::size_t kMaxRequest = 8192;
+constexpr auto kMetricsFilePeriod = 10s;  // node_exporter scrapes every 15 s by default
+
+void add(int epollFd, int fd, std::uint32_t events) {
+  epoll_event ev{};
+  ev.events = events;
+  ev.data.fd = fd;
+  ::epoll_ctl(epollFd, EPOLL_CTL_ADD, fd, &ev);
+}
+
+Result<sockaddr_un> unixAddress(const std::string& path) {
+  sockaddr_un addr{};
+  if (path.size() >= sizeof addr.sun_path) return invalidError("--status-socket " + path + ": path too long");
+  addr.sun_family = AF_UNIX;
+  std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
+  return addr;
+}
+
+}  // namespace
+
+Result<void> checkStatusSocket(const std::string& path) {
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) != 0) {
+    if (errno == ENOENT) return {};
+    return errnoError(errno, "--status-socket " + path);
+  }
+  if (!S_ISSOCK(st.st_mode)) {
+    return errnoError(ENOTSOCK, "--status-socket " + path + " exists and is not a socket; refusing to replace it");
+  }
+  auto addr = unixAddress(path);
+  if (!addr) return addr.error();
+  UniqueFd probe(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
+  if (!probe) return errnoError(errno, "socket");
+  // A listener answers connect() at once (EAGAIN when its backlog is full: it is alive too);
+  // ECONNREFUSED means nobody listens: the socket is a previous run's, and is replaced.
+  if (::connect(probe.get(), reinterpret_cast<const sockaddr*>(&*addr), sizeof *addr) == 0 || errno == EAGAIN) {
+    return errnoError(EADDRINUSE, "--status-socket " + path + ": another reclaimd answers there");
+  }
+  return {};
+}
+
+int endpointsExitCode(const Error& error) {
+  if (error.code == std::errc::address_in_use) return kExitRunning;
+  if (error.code == std::errc::not_a_socket) return kExitCantCreate;
+  return kExitFailure;
+}
+
+Endpoints::~Endpoints() {
+  struct stat st {};
+  // Only our own socket: never one that replaced it since.
+  if (statusListen_ && ::lstat(options_.statusSocket.c_str(), &st) == 0 && st.st_ino == statusInode_) {
+    ::unlink(options_.statusSocket.c_str());
+  }
+  if (metricsWritten_ && !options_.metricsFile.empty()) {
+    if (auto ok = writeFileAtomically(options_.metricsFile, markStopped(lastMetrics_)); !ok) {
+      spdlog::warn("event=metrics_file_failed path={} error=\"{}\"", options_.metricsFile, ok.error().message());
+    }
+  }
+}
+
+Result<void> Endpoints::open(const EndpointOptions& options) {
+  options_ = options;
+  for (UniqueFd* e : {&all_, &conns_}) {
+    e->reset(::epoll_create1(EPOLL_CLOEXEC));
+    if (!*e) return errnoError(errno, "epoll_create1");
+  }
+  timer_.reset(::timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC));
+  if (!timer_) return errnoError(errno, "timerfd_create");
+  if (!options.statusSocket.empty()) {
+    const std::string& path = options.statusSocket;
+    auto addr = unixAddress(path);
+    if (!addr) return addr.error();
+    // The directory is made if missing (without systemd's RuntimeDirectory=).
+    const std::size_t slash = path.rfind('/');
+    if (slash != std::string::npos && slash > 0) ::mkdir(path.substr(0, slash).c_str(), 0755);
+    if (auto free = checkStatusSocket(path); !free) return free;
+    ::unlink(path.c_str());  // a stale socket (checked just above)
+    statusListen_.reset(::socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+    if (!statusListen_) return errnoError(errno, "socket");
+    // Root only: the socket is made with mode 0600 (umask during bind), and peers are checked.
+    const mode_t old = ::umask(0177);
+    const int bound = ::bind(statusListen_.get(), reinterpret_cast<const sockaddr*>(&*addr), sizeof *addr);
+    ::umask(old);
+    if (bound != 0 || ::listen(statusListen_.get(), 8) != 0) return errnoError(errno, "bind " + path);
+    struct stat st {};
+    if (::lstat(path.c_str(), &st) == 0) statusInode_ = st.st_ino;
+  }
+  if (!options.metricsListen.empty()) {
+    auto address = parseLoopback(options.metricsListen);
+    if (!address) return address.error();
+    httpListen_.reset(::socket(address->addr.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+    if (!httpListen_) return errnoError(errno, "socket");
+    const int one = 1;
+    ::setsockopt(httpListen_.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    if (::bind(httpListen_.get(), reinterpret_cast<sockaddr*>(&address->addr), address->length) != 0 ||
+        ::listen(httpListen_.get(), 16) != 0) {
+      return errnoError(errno, "listen on " + options.metricsListen);
+    }
+  }
+  for (int fd : fds())
+    add(all_.get(), fd, EPOLLIN);
+  return {};
+}
+
+void Endpoints::setRenderers(Render status, Render metrics) {
+  status_ = std::move(status);
+  metrics_ = std::move(metrics);
+}
+
+std::vector<int> Endpoints::fds() const {
+  std::vector<int> out;
+  for (const UniqueFd* fd : {&statusListen_, &httpListen_, &conns_, &timer_}) {
+    if (*fd) out.push_back(fd->get());
+  }
+  return out;
+}
+
+void Endpoints::serve(const Render& status, const Render& metrics, TimePoint now) {
+  setRenderers(status, metrics);
+  epoll_event events[4];
+  const int n = ::epoll_wait(all_.get(), events, 4, 0);
+  for (int i = 0; i < n; ++i)
+    handle(events[i].data.fd, now);
+}
+
+void Endpoints::handle(int fd, TimePoint now) {
+  if (statusListen_ && fd == statusListen_.get()) {
+    accept(fd, false, now);
+  } else if (httpListen_ && fd == httpListen_.get()) {
+    accept(fd, true, now);
+  } else if (fd == conns_.get()) {
+    onConnections();
+  } else if (fd == timer_.get()) {
+    std::uint64_t expirations = 0;
+    [[maybe_unused]] auto r = ::read(fd, &expirations, sizeof expirations);
+  }
+  expire(now);
+  arm(now);
+}
+
+void Endpoints::accept(int listenFd, bool http, TimePoint now) {
+  for (;;) {
+    UniqueFd fd(::accept4(listenFd, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC));
+    if (!fd) return;
+    if (!admit(fd.get(), http)) continue;
+    Connection c;
+    c.http = http;
+    c.since = now;
+    c.fd = std::move(fd);
+    const int raw = c.fd.get();
+    Connection& added = connections_.emplace(raw, std::move(c)).first->second;
+    if (http) {
+      add(conns_.get(), raw, EPOLLIN);
+      onReadable(added);  // the request usually came with the connection
+    } else {
+      add(conns_.get(), raw, EPOLLOUT);
+      // No request: connecting asks for the status.
+      respond(added, status_ ? status_() : std::string());
+    }
+  }
+}
+
+// Whether a new connection gets a slot: a status peer must be root (or our own user); a full
+// budget drops its oldest connection, so holding connections open never locks others out.
+bool Endpoints::admit(int fd, bool http) {
+  if (!http) {
+    ucred cred{};
+    socklen_t len = sizeof cred;
+    if (::getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0 || (cred.uid != 0 && cred.uid != ::geteuid())) {
+      spdlog::warn("event=status_refused uid={} pid={}", cred.uid, cred.pid);
+      return false;
+    }
+  }
+  const std::size_t budget = http ? kMaxHttpConnections : kMaxStatusConnections;
+  std::size_t used = 0;
+  auto oldest = connections_.end();
+  for (auto it = connections_.begin(); it != connections_.end(); ++it) {
+    if (it->second.http != http) continue;
+    ++used;
+    if (oldest == connections_.end() || it->second.since < oldest->second.since) oldest = it;
+  }
+  if (used >= budget && oldest != connections_.end()) close(oldest->first);
+  return true;
+}
+
+void Endpoints::onConnections() {
+  epoll_event events[16];
+  const int n = ::epoll_wait(conns_.get(), events, 16, 0);
+  for (int i = 0; i < n; ++i) {
+    auto it = connections_.find(events[i].data.fd);
+    if (it == connections_.end()) continue;
+    if (events[i].events & EPOLLERR) {
+      close(it->first);
+    } else if (events[i].events & EPOLLOUT) {
+      flush(it->second);
+    } else if (events[i].events & (EPOLLIN | EPOLLHUP)) {
+      onReadable(it->second);
+    }
+  }
+}
+
+void Endpoints::onReadable(Connection& c) {
+  char buf[2048];
+  bool ended = false;  // the client shut its side: what it sent is all there will be
+  for (;;) {
+    const ssize_t n = ::read(c.fd.get(), buf, sizeof buf);
+    if (n > 0) {
+      c.in.append(buf, static_cast<std::size_t>(n));
+      if (c.in.size() > kMaxRequest) return close(c.fd.get());
+      continue;
+    }
+    ended = n == 0;
+    break;  // EAGAIN: what there is, is read
+  }
+  if (!c.out.empty()) return;
+  auto request = parseHttpRequest(c.in);
+  if (!request) return respond(c, httpBadRequest());
+  if (!*request) {
+    if (ended) close(c.fd.get());  // gone before asking anything
+    return;                        // else wait for the whole header block
+  }
+  const HttpRequest& r = **request;
+  respond(c, httpResponse(r, wantsMetrics(r) && metrics_ ? metrics_() : std::string()));
+}
+
+void Endpoints::respond(Connection& c, std::string out) {
+  c.out = std::move(out);
+  epoll_event ev{};
+  ev.events = EPOLLOUT;
+  ev.data.fd = c.fd.get();
+  ::epoll_ctl(conns_.get(), EPOLL_CTL_MOD, c.fd.get(), &ev);
+  flush(c);
+}
+
+void Endpoints::flush(Connection& c) {
+  while (c.sent < c.out.size()) {
+    const ssize_t n = ::send(c.fd.get(), c.out.data() + c.sent, c.out.size() - c.sent, MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (n < 0) {
+      if (errno == EAGAIN) return;  // EPOLLOUT brings us back
+      return close(c.fd.get());
+    }
+    c.sent += static_cast<std::size_t>(n);
+  }
+  close(c.fd.get());
+}
+
+void Endpoints::close(int fd) {
+  ::epoll_ctl(conns_.get(), EPOLL_CTL_DEL, fd, nullptr);
+  connections_.erase(fd);  // its UniqueFd closes it
+}
+
+void Endpoints::expire(TimePoint now) {
+  for (auto it = connections_.begin(); it != connections_.end();) {
+    if (now - it->second.since < options_.clientTimeout) {
+      ++it;
+      continue;
+    }
+    ::epoll_ctl(conns_.get(), EPOLL_CTL_DEL, it->first, nullptr);
+    it = connections_.erase(it);
+  }
+}
+
+// The timer fires at the first connection's deadline (disarmed when there is none): idle
+// clients are closed on time, not only when another client arrives.
+void Endpoints::arm(TimePoint now) {
+  if (!timer_) return;
+  itimerspec spec{};
+  if (!connections_.empty()) {
+    TimePoint first = TimePoint::max();
+    for (const auto& [fd, c] : connections_)
+      first = std::min(first, c.since + options_.clientTimeout);
+    const auto wait = std::max<std::chrono::nanoseconds>(first - now, 1ms);
+    spec.it_value.tv_sec = static_cast<time_t>(wait.count() / 1'000'000'000);
+    spec.it_value.tv_nsec = static_cast<long>(wait.count() % 1'000'000'000);
+  }
+  ::timerfd_settime(timer_.get(), 0, &spec, nullptr);
+}
+
+void Endpoints::writeMetricsFile(const Render& metrics, TimePoint now, bool force) {
+  if (options_.metricsFile.empty()) return;
+  if (!force && metricsWritten_ && now - lastMetricsWrite_ < kMetricsFilePeriod) return;
+  lastMetricsWrite_ = now;
+  metricsWritten_ = true;
+  lastMetrics_ = metrics();
+  if (auto ok = writeFileAtomically(options_.metricsFile, lastMetrics_); !ok) {
+    spdlog::warn("event=metrics_file_failed path={} error=\"{}\"", options_.metricsFile, ok.error().message());
+  }
+}
+
+}  // namespace reclaimd::controller

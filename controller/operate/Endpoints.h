@@ -1,0 +1,105 @@
+// How the running daemon is asked what it is doing: a unix socket for `reclaimd status`
+// (root only), Prometheus metrics in a node_exporter textfile written atomically, and an
+// optional HTTP endpoint bound to loopback only. All non-blocking, served from the daemon's
+// one thread.
+//
+// Loop-agnostic: after open(), fds() is a fixed set of fds to watch for EPOLLIN (the
+// listeners, a nested epoll fd for the connections, the idle timer); the loop calls
+// handle(fd, now) once per ready fd. The status socket and HTTP have separate connection
+// budgets and idle deadlines enforced by the timer, so idle HTTP clients never starve
+// `reclaimd status`, and a new scrape evicts the oldest idle client rather than being refused.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "base/Clock.h"
+#include "base/Result.h"
+#include "base/UniqueFd.h"
+#include "controller/operate/Http.h"
+
+namespace reclaimd::controller {
+
+inline constexpr const char* kDefaultStatusSocket = "/run/reclaimd/status.sock";
+
+struct EndpointOptions {
+  std::string statusSocket = kDefaultStatusSocket;  // empty: none
+  std::string metricsFile;                          // empty: none
+  std::string metricsListen;                        // empty: none; else a loopback host:port
+  // A client that has not finished within this is closed: the readiness probe's timeout.
+  std::chrono::milliseconds clientTimeout{5000};
+};
+
+// What is at `path` before the status socket is bound there. Ok: nothing, or a stale socket
+// nobody answers (it is replaced). Errors: EADDRINUSE when a daemon answers on it (another
+// reclaimd), ENOTSOCK when it is something other than a socket (never unlinked).
+Result<void> checkStatusSocket(const std::string& path);
+
+class Endpoints {
+ public:
+  using Render = std::function<std::string()>;
+
+  Endpoints() = default;
+  Endpoints(const Endpoints&) = delete;
+  Endpoints& operator=(const Endpoints&) = delete;
+  // Removes the status socket if it is still ours, and marks the metrics file stopped
+  // (`reclaimd_up 0`) so a stale file is not read as a running daemon.
+  ~Endpoints();
+
+  // Binds what the options ask for. Errors: checkStatusSocket's, bind/listen errnos with the
+  // path or address (endpointsExitCode maps them to exit codes).
+  Result<void> open(const EndpointOptions& options);
+  // What the answers say; called when a client asks, never otherwise.
+  void setRenderers(Render status, Render metrics);
+
+  // The fds to watch for EPOLLIN; fixed from open() on.
+  std::vector<int> fds() const;
+  // Serves whatever is ready on `fd` (one of fds()); never blocks.
+  void handle(int fd, TimePoint now);
+
+  // The same as one fd (an epoll over fds()), for a loop that wants one: serve() handles
+  // whatever is ready with these renderers.
+  int fd() const { return all_.get(); }
+  void serve(const Render& status, const Render& metrics, TimePoint now);
+
+  // Writes the metrics file when its period has passed since the last write (or `force`).
+  void writeMetricsFile(const Render& metrics, TimePoint now, bool force = false);
+
+  std::size_t connections() const { return connections_.size(); }
+
+ private:
+  struct Connection {
+    UniqueFd fd;
+    bool http = false;
+    std::string in, out;
+    std::size_t sent = 0;
+    TimePoint since{};
+  };
+  void accept(int listenFd, bool http, TimePoint now);
+  bool admit(int fd, bool http);
+  void onConnections();
+  void onReadable(Connection& c);
+  void respond(Connection& c, std::string out);
+  void flush(Connection& c);
+  void close(int fd);
+  void expire(TimePoint now);
+  void arm(TimePoint now);
+
+  EndpointOptions options_;
+  Render status_, metrics_;
+  UniqueFd all_, conns_, timer_, statusListen_, httpListen_;
+  ino_t statusInode_ = 0;
+  std::map<int, Connection> connections_;
+  TimePoint lastMetricsWrite_{};
+  bool metricsWritten_ = false;
+  std::string lastMetrics_;
+};
+
+// The exit code for an open() error (ExitCodes.h): another daemon on the socket, something
+// else at its path, or a plain failure.
+int endpointsExitCode(const Error& error);
+
+}  // namespace reclaimd::controller

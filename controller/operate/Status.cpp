@@ -1,0 +1,133 @@
+#include "controller/operate/Status.h"
+
+#include <fmt/format.h>
+
+#include "base/Units.h"
+
+#ifndef RECLAIMD_GIT_COMMIT
+#define RECLAIMD_GIT_COMMIT "unknown"
+#endif
+
+namespace reclaimd::controller {
+
+namespace {
+
+// The length of the UTF-8 sequence at s[i], or 0 when it is not valid UTF-8 (overlong forms,
+// surrogates and code points past U+10FFFF included).
+std::size_t utf8Length(std::string_view s, std::size_t i) {
+  const auto b = [&](std::size_t k) { return static_cast<unsigned char>(s[i + k]); };
+  const unsigned char c = b(0);
+  if (c < 0x80) return 1;
+  std::size_t n = 0;
+  unsigned char lo = 0x80, hi = 0xBF;  // the second byte's range
+  if (c >= 0xC2 && c <= 0xDF) {
+    n = 2;
+  } else if (c >= 0xE0 && c <= 0xEF) {
+    n = 3;
+    if (c == 0xE0) lo = 0xA0;
+    if (c == 0xED) hi = 0x9F;
+  } else if (c >= 0xF0 && c <= 0xF4) {
+    n = 4;
+    if (c == 0xF0) lo = 0x90;
+    if (c == 0xF4) hi = 0x8F;
+  } else {
+    return 0;
+  }
+  if (i + n > s.size() || b(1) < lo || b(1) > hi) return 0;
+  for (std::size_t k = 2; k < n; ++k) {
+    if (b(k) < 0x80 || b(k) > 0xBF) return 0;
+  }
+  return n;
+}
+
+// A cgroup name or rule for the status text: control characters as \xNN, so a newline in a
+// name cannot forge a line; invalid UTF-8 as U+FFFD. Backslashes stay (systemd's \x2d).
+std::string printable(std::string_view v) {
+  std::string out;
+  for (std::size_t i = 0; i < v.size();) {
+    const std::size_t n = utf8Length(v, i);
+    const auto c = static_cast<unsigned char>(v[i]);
+    if (n == 0) {
+      out += "\xEF\xBF\xBD";
+    } else if (c < 0x20 || c == 0x7F) {
+      out += fmt::format("\\x{:02x}", c);
+    } else {
+      out.append(v.substr(i, n));
+    }
+    i += n == 0 ? 1 : n;
+  }
+  return out;
+}
+
+std::string busyText(const Status& s) {
+  if (s.idleState == "warmup" && s.busyRatio) return fmt::format("busy {:.1f}% so far", *s.busyRatio * 100);
+  return fmt::format("window busy {:.3f}%", s.windowBusyPercent);
+}
+
+}  // namespace
+
+const char* buildCommit() {
+  return RECLAIMD_GIT_COMMIT;
+}
+
+std::string escapeLabel(std::string_view v) {
+  std::string out;
+  out.reserve(v.size());
+  for (std::size_t i = 0; i < v.size();) {
+    const std::size_t n = utf8Length(v, i);
+    if (n == 0) {
+      out += "\xEF\xBF\xBD";  // U+FFFD, the replacement character
+      ++i;
+      continue;
+    }
+    const char c = v[i];
+    if (c == '\\') {
+      out += "\\\\";
+    } else if (c == '"') {
+      out += "\\\"";
+    } else if (c == '\n') {
+      out += "\\n";
+    } else {
+      out.append(v.substr(i, n));
+    }
+    i += n;
+  }
+  return out;
+}
+
+std::string formatStatus(const Status& s) {
+  std::string out;
+  auto line = [&](const char* key, const std::string& value) { out += fmt::format("{}: {}\n", key, value); };
+  line("version", s.version + " (" + s.commit + ")");
+  line("mode", s.effectiveMode + (s.effectiveMode == "gradual" ? " (" + s.format + ")" : "") +
+                   (s.dryRun ? ", dry run" : "") +
+                   (s.effectiveMode != s.requestedMode ? ", policy asks " + s.requestedMode : ""));
+  line("reason", s.reason);
+  line("uptime", formatDuration(std::chrono::seconds(static_cast<long>(s.uptimeSeconds))));
+  line("machine", fmt::format("{} ({}), {} idle periods", s.idleState, busyText(s), s.idlePeriods));
+  if (s.reclaimStartsInSeconds) {
+    line("reclaim starts in", formatDuration(std::chrono::seconds(static_cast<long>(*s.reclaimStartsInSeconds + 0.5))) +
+                                  " if the machine stays idle");
+  }
+  line("reclaimed",
+       fmt::format("{} in {} steps ({} partial, {:.3f}s writing), {} drop_caches, {} compactions, {} floors raised",
+                   formatBytes(s.reclaimedBytes), s.steps, s.partial, s.writeSeconds, s.dropcaches, s.compactions,
+                   s.floorRaises));
+  if (s.dryRun) line("would reclaim", fmt::format("{} in {} steps", formatBytes(s.wouldReclaimBytes), s.wouldSteps));
+  if (!s.lastAction.empty()) line("last action", s.lastAction);
+  for (const ScopeStatus& p : s.pressure) {
+    out += fmt::format("pressure {}: {}{}, {} events, {} backoffs, step x{}\n", printable(p.scope), p.watch,
+                       p.backedOff ? ", BACKED OFF" : "", p.events, p.backoffs, p.stepScale);
+  }
+  for (const TargetStatus& t : s.targets) {
+    out += fmt::format(
+        "target {}: rule {}, {}, {}{}, floor {}, reclaimable {}, reclaimed {} in {} steps{}{}\n", printable(t.cgroup),
+        printable(t.rule), t.mode, t.idle ? "idle" : "not idle", t.backedOff ? ", backed off" : "",
+        formatBytes(t.floorBytes), formatBytes(t.reclaimableBytes), formatBytes(t.reclaimedBytes), t.steps,
+        s.dryRun ? fmt::format(", would reclaim {} in {} steps", formatBytes(t.wouldReclaimBytes), t.wouldSteps) : "",
+        t.lastAction.empty() ? "" : ", last: " + t.lastAction);
+  }
+  return out;
+}
+
+}  // namespace reclaimd::controller

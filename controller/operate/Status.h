@@ -1,0 +1,106 @@
+// What the running daemon is doing, as plain data, and its renderings: the text of
+// `reclaimd status`, its JSON (`reclaimd status --json`), and the Prometheus text exposition
+// of the metrics. Pure.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/Result.h"
+
+namespace reclaimd::controller {
+
+// The git commit the binary was built from (`git describe` at configure time), or "unknown".
+const char* buildCommit();
+
+struct TargetStatus {
+  std::string cgroup;  // "/" for the root
+  // The governing rule's match text, or "machine": a stable label (a list position changes
+  // when rules are reordered).
+  std::string rule;
+  std::string mode;
+  bool idle = false;
+  bool backedOff = false;
+  std::uint64_t floorBytes = 0;
+  std::uint64_t reclaimedBytes = 0;
+  std::uint64_t steps = 0;
+  std::uint64_t partial = 0;                    // steps that ended in EAGAIN
+  double writeSeconds = 0;                      // time spent in memory.reclaim writes
+  std::string lastAction;                       // e.g. "2026-11-30T06:51:27 reclaimed 16.0 MiB"
+  std::uint64_t reclaimableBytes = 0;           // file cache above the floor: what a step could take
+  std::uint64_t wouldReclaimBytes = 0;          // dry run: what the steps would have asked for
+  std::uint64_t wouldSteps = 0;                 // dry run: steps that would have been written
+  std::optional<double> lastActionTimestamp{};  // Unix time (s) of the last step, done or (dry run) would-be
+};
+
+struct ScopeStatus {
+  std::string scope;  // "machine" or a cgroup
+  std::string watch;  // trigger, polling or off
+  bool backedOff = false;
+  std::uint64_t events = 0;    // trigger events
+  std::uint64_t backoffs = 0;  // backoffs begun
+  double stepScale = 1.0;
+};
+
+// The process's own figures (process_* metrics), read from <proc-root>/self.
+struct ProcessStatus {
+  double cpuSeconds = 0;  // user + system
+  std::uint64_t residentBytes = 0;
+  std::uint64_t openFds = 0;
+  std::uint64_t maxFds = 0;     // the soft RLIMIT_NOFILE
+  double startTimeSeconds = 0;  // Unix time
+};
+
+struct Status {
+  std::string version;
+  std::string commit = buildCommit();
+  bool running = true;  // false in the last metrics written on the way out: reclaimd_up 0
+  std::string requestedMode, effectiveMode, format, reason;
+  bool dryRun = false;
+  double uptimeSeconds = 0;
+  std::string idleState;         // warmup, busy, blocked, idle
+  double windowBusyPercent = 0;  // over the full grace-long window (0 until it is full)
+  // Busy share (0-1) over the samples the detector holds: during warm-up, the part of the
+  // window seen so far (which windowBusyPercent does not show). Absent before the first sample.
+  std::optional<double> busyRatio;
+  // Seconds until reclaim would start if the machine stays as idle as it is now (the rest of
+  // the grace period); absent when it is not counting down (busy, blocked) or already idle.
+  std::optional<double> reclaimStartsInSeconds;
+  std::uint64_t idlePeriods = 0;
+  std::uint64_t reclaimedBytes = 0;  // since start, targets gone since included
+  std::uint64_t steps = 0;
+  std::uint64_t partial = 0;
+  double writeSeconds = 0;
+  std::uint64_t dropcaches = 0;
+  std::uint64_t compactions = 0;
+  std::uint64_t floorRaises = 0;
+  std::uint64_t wouldReclaimBytes = 0;        // dry run: what the steps would have asked for
+  std::uint64_t wouldSteps = 0;               // dry run: steps that would have been written
+  std::string lastAction;                     // what was last done (or, dry run, would have been)
+  std::optional<double> lastActionTimestamp;  // its Unix time (s)
+  std::vector<ScopeStatus> pressure;
+  std::vector<TargetStatus> targets;
+  std::optional<ProcessStatus> process;
+};
+
+// "key: value" lines, then one line per target and pressure scope.
+std::string formatStatus(const Status& status);
+
+// The same as one JSON object (field names in snake_case; absent optionals are null).
+std::string formatStatusJson(const Status& status);
+
+// The JSON back into a Status (what `reclaimd status` does with the daemon's answer). Missing
+// fields keep their defaults (an older or newer daemon); malformed JSON is Errc::Parse.
+Result<Status> parseStatusJson(std::string_view json);
+
+// Prometheus text format 0.0.4: reclaimd_* and process_* metrics with HELP and TYPE lines.
+std::string formatMetrics(const Status& status);
+
+// A label value as the exposition format wants it: backslash, quote and newline escaped,
+// invalid UTF-8 replaced by U+FFFD (cgroup names are bytes a local user may choose).
+std::string escapeLabel(std::string_view value);
+
+}  // namespace reclaimd::controller

@@ -1,0 +1,174 @@
+// `reclaimd status --json`: the Status as one JSON object, for scripts (jq) and monitoring.
+#include <nlohmann/json.hpp>
+
+#include "controller/operate/Status.h"
+
+namespace reclaimd::controller {
+
+namespace {
+
+using nlohmann::json;
+
+json optional(const std::optional<double>& v) {
+  return v ? json(*v) : json(nullptr);
+}
+
+json target(const TargetStatus& t) {
+  return json{{"cgroup", t.cgroup},
+              {"rule", t.rule},
+              {"mode", t.mode},
+              {"idle", t.idle},
+              {"backed_off", t.backedOff},
+              {"floor_bytes", t.floorBytes},
+              {"reclaimable_bytes", t.reclaimableBytes},
+              {"reclaimed_bytes", t.reclaimedBytes},
+              {"steps", t.steps},
+              {"partial_steps", t.partial},
+              {"write_seconds", t.writeSeconds},
+              {"would_reclaim_bytes", t.wouldReclaimBytes},
+              {"would_steps", t.wouldSteps},
+              {"last_action", t.lastAction},
+              {"last_action_timestamp", optional(t.lastActionTimestamp)}};
+}
+
+json scope(const ScopeStatus& p) {
+  return json{{"scope", p.scope},   {"watch", p.watch},       {"backed_off", p.backedOff},
+              {"events", p.events}, {"backoffs", p.backoffs}, {"step_scale", p.stepScale}};
+}
+
+template <typename T>
+void get(const json& j, const char* key, T& out) {
+  if (auto it = j.find(key); it != j.end() && !it->is_null()) out = it->get<T>();
+}
+
+template <typename T>
+void get(const json& j, const char* key, std::optional<T>& out) {
+  if (auto it = j.find(key); it != j.end() && !it->is_null()) out = it->get<T>();
+}
+
+TargetStatus targetFrom(const json& j) {
+  TargetStatus t;
+  get(j, "cgroup", t.cgroup);
+  get(j, "rule", t.rule);
+  get(j, "mode", t.mode);
+  get(j, "idle", t.idle);
+  get(j, "backed_off", t.backedOff);
+  get(j, "floor_bytes", t.floorBytes);
+  get(j, "reclaimable_bytes", t.reclaimableBytes);
+  get(j, "reclaimed_bytes", t.reclaimedBytes);
+  get(j, "steps", t.steps);
+  get(j, "partial_steps", t.partial);
+  get(j, "write_seconds", t.writeSeconds);
+  get(j, "would_reclaim_bytes", t.wouldReclaimBytes);
+  get(j, "would_steps", t.wouldSteps);
+  get(j, "last_action", t.lastAction);
+  get(j, "last_action_timestamp", t.lastActionTimestamp);
+  return t;
+}
+
+ScopeStatus scopeFrom(const json& j) {
+  ScopeStatus p;
+  get(j, "scope", p.scope);
+  get(j, "watch", p.watch);
+  get(j, "backed_off", p.backedOff);
+  get(j, "events", p.events);
+  get(j, "backoffs", p.backoffs);
+  get(j, "step_scale", p.stepScale);
+  return p;
+}
+
+void machineFrom(const json& j, Status& s) {
+  get(j, "version", s.version);
+  get(j, "commit", s.commit);
+  get(j, "running", s.running);
+  get(j, "requested_mode", s.requestedMode);
+  get(j, "effective_mode", s.effectiveMode);
+  get(j, "format", s.format);
+  get(j, "reason", s.reason);
+  get(j, "dry_run", s.dryRun);
+  get(j, "uptime_seconds", s.uptimeSeconds);
+  get(j, "idle_state", s.idleState);
+  double ratio = 0;
+  get(j, "window_busy_ratio", ratio);
+  s.windowBusyPercent = ratio * 100;
+  get(j, "busy_ratio", s.busyRatio);
+  get(j, "reclaim_starts_in_seconds", s.reclaimStartsInSeconds);
+  get(j, "idle_periods", s.idlePeriods);
+}
+
+void totalsFrom(const json& j, Status& s) {
+  get(j, "reclaimed_bytes", s.reclaimedBytes);
+  get(j, "steps", s.steps);
+  get(j, "partial_steps", s.partial);
+  get(j, "write_seconds", s.writeSeconds);
+  get(j, "dropcaches", s.dropcaches);
+  get(j, "compactions", s.compactions);
+  get(j, "floor_raises", s.floorRaises);
+  get(j, "would_reclaim_bytes", s.wouldReclaimBytes);
+  get(j, "would_steps", s.wouldSteps);
+  get(j, "last_action", s.lastAction);
+  get(j, "last_action_timestamp", s.lastActionTimestamp);
+}
+
+}  // namespace
+
+Result<Status> parseStatusJson(std::string_view text) {
+  const json j = json::parse(text, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) return parseError("status JSON: not a JSON object");
+  Status s;
+  // A field of the wrong type throws inside nlohmann; it is an error value here, as every
+  // parse error is.
+  try {
+    machineFrom(j, s);
+    totalsFrom(j, s);
+    if (auto it = j.find("pressure"); it != j.end() && it->is_array()) {
+      for (const json& p : *it)
+        s.pressure.push_back(scopeFrom(p));
+    }
+    if (auto it = j.find("targets"); it != j.end() && it->is_array()) {
+      for (const json& t : *it)
+        s.targets.push_back(targetFrom(t));
+    }
+  } catch (const json::exception& e) {
+    return parseError(std::string("status JSON: ") + e.what());
+  }
+  return s;
+}
+
+std::string formatStatusJson(const Status& s) {
+  json j{{"version", s.version},
+         {"commit", s.commit},
+         {"running", s.running},
+         {"requested_mode", s.requestedMode},
+         {"effective_mode", s.effectiveMode},
+         {"format", s.format},
+         {"reason", s.reason},
+         {"dry_run", s.dryRun},
+         {"uptime_seconds", s.uptimeSeconds},
+         {"idle_state", s.idleState},
+         {"window_busy_ratio", s.windowBusyPercent / 100},
+         {"busy_ratio", optional(s.busyRatio)},
+         {"reclaim_starts_in_seconds", optional(s.reclaimStartsInSeconds)},
+         {"idle_periods", s.idlePeriods},
+         {"reclaimed_bytes", s.reclaimedBytes},
+         {"steps", s.steps},
+         {"partial_steps", s.partial},
+         {"write_seconds", s.writeSeconds},
+         {"dropcaches", s.dropcaches},
+         {"compactions", s.compactions},
+         {"floor_raises", s.floorRaises},
+         {"would_reclaim_bytes", s.wouldReclaimBytes},
+         {"would_steps", s.wouldSteps},
+         {"last_action", s.lastAction},
+         {"last_action_timestamp", optional(s.lastActionTimestamp)}};
+  j["pressure"] = json::array();
+  for (const ScopeStatus& p : s.pressure)
+    j["pressure"].push_back(scope(p));
+  j["targets"] = json::array();
+  for (const TargetStatus& t : s.targets)
+    j["targets"].push_back(target(t));
+  // Invalid UTF-8 (a cgroup name is bytes) becomes U+FFFD rather than an exception.
+  return j.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
+}
+
+}  // namespace reclaimd::controller

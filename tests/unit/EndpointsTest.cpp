@@ -1,0 +1,262 @@
+// The endpoints in-process, through their loop-agnostic interface (fds() + handle()): the
+// metrics file, connection budgets and idle deadlines, HTTP details, status socket ownership.
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <functional>
+#include <vector>
+
+#include "base/Clock.h"
+#include "controller/operate/Endpoints.h"
+#include "controller/operate/MetricsFile.h"
+#include "tests/unit/Fixture.h"
+
+namespace reclaimd::testing {
+namespace {
+
+using namespace std::chrono_literals;
+using controller::EndpointOptions;
+using controller::Endpoints;
+
+int freePort() {
+  return 20000 + static_cast<int>((::getpid() * 7 + 13) % 20000);
+}
+
+int connectTcp(int port) {
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(static_cast<std::uint16_t>(port));
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  EXPECT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0) << std::strerror(errno);
+  return fd;
+}
+
+int connectUnix(const std::string& path) {
+  int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_un a{};
+  a.sun_family = AF_UNIX;
+  std::strncpy(a.sun_path, path.c_str(), sizeof a.sun_path - 1);
+  EXPECT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+  return fd;
+}
+
+void send(int fd, const std::string& text) {
+  ASSERT_EQ(::write(fd, text.data(), text.size()), static_cast<ssize_t>(text.size()));
+}
+
+// Runs the endpoints as a loop would: poll their fds, handle each ready one, until `done`.
+bool pumpUntil(Endpoints& e, const std::function<bool()>& done, std::chrono::milliseconds limit = 5s) {
+  const auto end = SteadyClock::now() + limit;
+  while (SteadyClock::now() < end) {
+    if (done()) return true;
+    std::vector<pollfd> fds;
+    for (int fd : e.fds())
+      fds.push_back(pollfd{fd, POLLIN, 0});
+    if (::poll(fds.data(), fds.size(), 20) > 0) {
+      for (const pollfd& p : fds) {
+        if (p.revents & POLLIN) e.handle(p.fd, SteadyClock::now());
+      }
+    }
+  }
+  return done();
+}
+
+// Everything the peer sent before closing, or nullopt while it is still open.
+std::optional<std::string> readClosed(int fd) {
+  std::string out;
+  char buf[4096];
+  for (;;) {
+    const ssize_t n = ::recv(fd, buf, sizeof buf, MSG_DONTWAIT);
+    if (n > 0) {
+      out.append(buf, static_cast<std::size_t>(n));
+      continue;
+    }
+    if (n == 0) return out;
+    return std::nullopt;
+  }
+}
+
+class EndpointsTest : public ::testing::Test {
+ protected:
+  Result<void> open(EndpointOptions o) {
+    auto r = e_.open(o);
+    e_.setRenderers([] { return std::string("{\"status\":1}\n"); }, [] { return std::string("reclaimd_up 1\n"); });
+    return r;
+  }
+  EndpointOptions options() {
+    EndpointOptions o;
+    o.statusSocket = fx_.path("status.sock");
+    o.metricsListen = "127.0.0.1:" + std::to_string(port_);
+    return o;
+  }
+  Fixture fx_;
+  int port_ = freePort();
+  Endpoints e_;
+};
+
+TEST_F(EndpointsTest, FdsAreFixedAfterOpen) {
+  ASSERT_TRUE(open(options()).ok());
+  EXPECT_EQ(e_.fds().size(), 4u);  // two listeners, the connections' epoll, the idle timer
+}
+
+// Idle clients are closed at their deadline by the timer, with no other client arriving (the
+// deadline used to be checked only when a new connection came).
+TEST_F(EndpointsTest, IdleClientsAreClosedByTheTimer) {
+  EndpointOptions o = options();
+  o.clientTimeout = 200ms;
+  ASSERT_TRUE(open(o).ok());
+  std::vector<int> idle;
+  for (int i = 0; i < 3; ++i)
+    idle.push_back(connectTcp(port_));
+  ASSERT_TRUE(pumpUntil(e_, [&] { return e_.connections() == 3; }));
+  EXPECT_TRUE(pumpUntil(e_,
+                        [&] {
+                          for (int fd : idle) {
+                            if (!readClosed(fd)) return false;
+                          }
+                          return true;
+                        }))
+      << e_.connections() << " connections left";
+  for (int fd : idle)
+    ::close(fd);
+}
+
+// A local user holding many idle HTTP connections neither takes the status socket's slots nor
+// shuts a scraper out.
+TEST_F(EndpointsTest, IdleHttpClientsStarveNeitherStatusNorScrape) {
+  ASSERT_TRUE(open(options()).ok());
+  std::vector<int> idle;
+  for (std::size_t i = 0; i < 40; ++i) {
+    idle.push_back(connectTcp(port_));
+    // Accepted as they come, as the loop would (the listen backlog is short); past the budget of
+    // 16, each newcomer takes the slot of the oldest.
+    if (i < 16) {
+      ASSERT_TRUE(pumpUntil(e_, [&] { return e_.connections() == i + 1; }));
+    } else {
+      ASSERT_TRUE(pumpUntil(e_, [&] { return readClosed(idle[i - 16]).has_value(); }));
+    }
+  }
+  const int status = connectUnix(fx_.path("status.sock"));
+  const int scrape = connectTcp(port_);
+  send(scrape, "GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n");
+  std::optional<std::string> statusOut, scrapeOut;
+  EXPECT_TRUE(pumpUntil(e_, [&] {
+    if (!statusOut) statusOut = readClosed(status);
+    if (!scrapeOut) scrapeOut = readClosed(scrape);
+    return statusOut && scrapeOut;
+  }));
+  EXPECT_EQ(statusOut.value_or(""), "{\"status\":1}\n");
+  EXPECT_EQ(scrapeOut.value_or("").rfind("HTTP/1.1 200 OK\r\n", 0), 0u) << scrapeOut.value_or("");
+  EXPECT_NE(scrapeOut.value_or("").find("reclaimd_up 1\n"), std::string::npos);
+  for (int fd : idle)
+    ::close(fd);
+  ::close(status);
+  ::close(scrape);
+}
+
+TEST_F(EndpointsTest, HeadAndBareLineFeeds) {
+  ASSERT_TRUE(open(options()).ok());
+  const int head = connectTcp(port_);
+  send(head, "HEAD /metrics HTTP/1.1\r\n\r\n");
+  const int lf = connectTcp(port_);
+  send(lf, "GET /metrics HTTP/1.0\nHost: x\n\n");
+  std::optional<std::string> headOut, lfOut;
+  ASSERT_TRUE(pumpUntil(e_, [&] {
+    if (!headOut) headOut = readClosed(head);
+    if (!lfOut) lfOut = readClosed(lf);
+    return headOut && lfOut;
+  }));
+  EXPECT_EQ(headOut->rfind("HTTP/1.1 200 OK\r\n", 0), 0u) << *headOut;
+  EXPECT_NE(headOut->find("Content-Length: 14\r\n"), std::string::npos) << *headOut;
+  EXPECT_EQ(headOut->substr(headOut->size() - 4), "\r\n\r\n") << "HEAD: no body";
+  EXPECT_EQ(lfOut->rfind("HTTP/1.1 200 OK\r\n", 0), 0u) << *lfOut;
+  EXPECT_EQ(lfOut->substr(lfOut->size() - 14), "reclaimd_up 1\n");
+  ::close(head);
+  ::close(lf);
+}
+
+TEST_F(EndpointsTest, ANonSocketAtThePathIsNeverReplaced) {
+  fx_.write("status.sock", "an administrator's file");
+  auto r = open(options());
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().code, std::errc::not_a_socket) << r.error().message();
+  EXPECT_EQ(controller::endpointsExitCode(r.error()), 73);
+  EXPECT_EQ(fx_.read("status.sock"), "an administrator's file");
+}
+
+TEST_F(EndpointsTest, ALiveSocketIsRefusedAStaleOneReplaced) {
+  ASSERT_TRUE(open(options()).ok());
+  {
+    Endpoints second;
+    EndpointOptions o = options();
+    o.metricsListen.clear();
+    auto r = second.open(o);
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.error().code, std::errc::address_in_use) << r.error().message();
+    EXPECT_EQ(controller::endpointsExitCode(r.error()), 75);
+    EXPECT_NE(r.error().message().find("another reclaimd answers"), std::string::npos);
+  }
+  // The refused one left the first's socket in place: it still answers.
+  const int status = connectUnix(fx_.path("status.sock"));
+  std::optional<std::string> out;
+  EXPECT_TRUE(pumpUntil(e_, [&] { return (out = readClosed(status)).has_value(); }));
+  ::close(status);
+  // A socket nobody listens on (a crash left it) is replaced.
+  const std::string stale = fx_.path("stale.sock");
+  {
+    int fd = ::socket(AF_UNIX, SOCK_STREAM, 0);
+    sockaddr_un a{};
+    a.sun_family = AF_UNIX;
+    std::strncpy(a.sun_path, stale.c_str(), sizeof a.sun_path - 1);
+    ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+    ::close(fd);
+  }
+  Endpoints third;
+  EndpointOptions o;
+  o.statusSocket = stale;
+  EXPECT_TRUE(third.open(o).ok());
+}
+
+// A user who may write the metrics directory plants symlinks at the names root writes: none is
+// followed, and the file ends up a regular 0644 file.
+TEST(MetricsFile, PlantedSymlinksNeverRedirectTheWrite) {
+  Fixture fx;
+  fx.write("secret", "root's own");
+  ::chmod(fx.path("secret").c_str(), 0600);
+  std::filesystem::create_symlink(fx.path("secret"), fx.path("m.prom.tmp"));
+  fx.write("other", "untouched");
+  std::filesystem::create_symlink(fx.path("other"), fx.path("m.prom"));
+  ASSERT_TRUE(controller::writeFileAtomically(fx.path("m.prom"), "reclaimd_up 1\n").ok());
+  EXPECT_EQ(fx.read("secret"), "root's own");
+  EXPECT_EQ(fx.read("other"), "untouched");
+  struct stat st {};
+  ASSERT_EQ(::stat(fx.path("secret").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  ASSERT_EQ(::lstat(fx.path("m.prom").c_str(), &st), 0);
+  EXPECT_TRUE(S_ISREG(st.st_mode));
+  EXPECT_EQ(st.st_mode & 0777, 0644u);
+  EXPECT_EQ(fx.read("m.prom"), "reclaimd_up 1\n");
+  // No temporary is left behind (only the planted names and the file).
+  std::size_t entries = 0;
+  for ([[maybe_unused]] const auto& entry : std::filesystem::directory_iterator(fx.root()))
+    ++entries;
+  EXPECT_EQ(entries, 4u);
+}
+
+TEST(MetricsFile, StoppedSaysUpZero) {
+  EXPECT_EQ(controller::markStopped("# TYPE reclaimd_up gauge\nreclaimd_up 1\nx 1\n"),
+            "# TYPE reclaimd_up gauge\nreclaimd_up 0\nx 1\n");
+}
+
+}  // namespace
+}  // namespace reclaimd::testing
