@@ -106,7 +106,16 @@ std::string formatDuration(std::chrono::nanoseconds d) {
   using namespace std::chrono;
   if (d < seconds(1)) return fmt::format("{:.3g}ms", duration<double, std::milli>(d).count());
   if (d % seconds(1) == nanoseconds(0)) return fmt::format("{}s", duration_cast<seconds>(d).count());
-  return fmt::format("{:.3g}s", duration<double>(d).count());
+  // Exact to the millisecond ("471.341s", never a rounded "471s" that would read as another
+  // value); the decimal point keeps parseDuration from taking it for a policy value.
+  if (d % milliseconds(1) == nanoseconds(0)) {
+    const auto ms = duration_cast<milliseconds>(d).count();
+    std::string fraction = fmt::format("{:03}", ms % 1000);
+    while (fraction.back() == '0')
+      fraction.pop_back();
+    return fmt::format("{}.{}s", ms / 1000, fraction);
+  }
+  return fmt::format("{:.6g}s", duration<double>(d).count());
 }
 
 }  // namespace reclaimd

@@ -50,6 +50,8 @@ TEST(Units, Printing) {
   EXPECT_EQ(formatDuration(120s), "120s");
   EXPECT_EQ(formatDuration(1500ms), "1.5s");
   EXPECT_EQ(formatDuration(250ms), "250ms");
+  EXPECT_EQ(formatDuration(471341ms), "471.341s") << "exact, never a rounded value that reads as another";
+  EXPECT_EQ(formatDuration(99999ms), "99.999s");
 }
 
 TEST(KeptFile, RereadsNewContentAndGrows) {
