@@ -7,11 +7,6 @@
 
 namespace reclaimd::cgroup {
 
-bool cgroupGone(const Error& error) {
-  return error.code.category() == std::generic_category() &&
-         (error.code.value() == ENOENT || error.code.value() == ENODEV);
-}
-
 Result<Cgroup> Cgroup::open(int rootFd, std::string path) {
   auto dir = openCgroupDir(rootFd, path);
   if (!dir) return dir.error();

@@ -53,7 +53,4 @@ class Cgroup {
   std::optional<KeptFile> memoryStat_, cpuStat_;
 };
 
-// True for the errnos that mean "this cgroup was removed": skip it quietly.
-bool cgroupGone(const Error& error);
-
 }  // namespace reclaimd::cgroup

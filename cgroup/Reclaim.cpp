@@ -25,6 +25,11 @@ const char* toString(ReclaimFormat format) {
   return "?";
 }
 
+bool cgroupGone(const Error& error) {
+  return error.code.category() == std::generic_category() &&
+         (error.code.value() == ENOENT || error.code.value() == ENODEV);
+}
+
 ReclaimStatus classifyReclaimErrno(int err) {
   switch (err) {
     case 0: return ReclaimStatus::Done;

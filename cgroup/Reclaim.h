@@ -35,6 +35,9 @@ enum class ReclaimStatus {
 
 // The table of meanings, written once.
 ReclaimStatus classifyReclaimErrno(int err);
+// True for the errors that mean "this cgroup was removed" (ENOENT, ENODEV from any of its
+// files): skip it quietly.
+bool cgroupGone(const Error& error);
 const char* toString(ReclaimStatus status);
 
 struct ReclaimWrite {

@@ -4,7 +4,7 @@
 #include <cstring>
 #include <unordered_map>
 
-#include "cgroup/Cgroup.h"
+#include "cgroup/Reclaim.h"
 #include "controller/Decompose.h"
 #include "controller/engine/Engine.h"
 #include "policies/Rules.h"
