@@ -16,19 +16,20 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "base/Clock.h"
 #include "base/Event.h"
 #include "controller/ModeChoice.h"
 #include "controller/Probe.h"
-#include "controller/operate/Status.h"
 #include "controller/engine/Decide.h"
 #include "controller/engine/IdleDetector.h"
 #include "controller/engine/Ports.h"
 #include "controller/engine/ReclaimStep.h"
 #include "controller/engine/Scope.h"
 #include "controller/engine/TargetState.h"
+#include "controller/operate/Status.h"
 #include "policies/Policy.h"
 
 namespace reclaimd::controller {
@@ -150,8 +151,8 @@ class Engine {
   void ensureTargets(TimePoint now, Sensors& in, bool force);
   // False when the tree could not be read (the old targets stay, and no pass writes).
   bool walk(TimePoint now, Sensors& in);
-  void adopt(std::vector<TargetState>& next, std::string path, std::uint64_t inode, policies::Governance gov,
-             TimePoint now);
+  void adopt(std::vector<TargetState>& next, const std::unordered_map<std::string, std::size_t>& old, std::string path,
+             std::uint64_t inode, policies::Governance gov, TimePoint now);
   void sampleCgroupCpu(TimePoint now, Sensors& in);
   void judgeTargets();
   bool measureTargets(TimePoint now, Sensors& in, const proc::Meminfo& mem);

@@ -2,6 +2,7 @@
 // idle, and measuring their cache.
 #include <algorithm>
 #include <cstring>
+#include <string_view>
 #include <unordered_map>
 
 #include "cgroup/Reclaim.h"
@@ -29,10 +30,16 @@ void Engine::ensureTargets(TimePoint now, Sensors& in, bool force) {
 
 bool Engine::walk(TimePoint now, Sensors& in) {
   std::vector<TargetState> next;
+  // Old state by path (copied: the old targets are moved from), so carrying it over is a lookup,
+  // not a scan of thousands of targets per target.
+  std::unordered_map<std::string, std::size_t> old;
+  old.reserve(targets_.size());
+  for (std::size_t i = 0; i < targets_.size(); ++i)
+    old.emplace(targets_[i].path, i);
   Event stats(Severity::Debug, "walk");
   if (policy_.rules.empty()) {
     // One target, the root, measured machine-wide: no walk at all.
-    adopt(next, "", 0, policy_.governance(-1, true), now);
+    adopt(next, old, "", 0, policy_.governance(-1, true), now);
     stats.add("cgroups", 1);
   } else {
     auto tree = in.tree();
@@ -49,7 +56,7 @@ bool Engine::walk(TimePoint now, Sensors& in) {
     }
     for (const TargetSpec& spec : decompose(*tree, ruleOf)) {
       const cgroup::TreeNode& node = tree->nodes[static_cast<std::size_t>(spec.node)];
-      adopt(next, node.path, node.inode, policy_.governance(spec.rule, node.path.empty()), now);
+      adopt(next, old, node.path, node.inode, policy_.governance(spec.rule, node.path.empty()), now);
     }
     stats.add("cgroups", tree->nodes.size()).add("vanished", tree->vanished).add("symlinks_skipped", tree->symlinks);
     if (tree->incomplete > 0) {
@@ -69,14 +76,13 @@ bool Engine::walk(TimePoint now, Sensors& in) {
 }
 
 // Carries a target's state over when the same cgroup (path and inode) keeps the same rule.
-void Engine::adopt(std::vector<TargetState>& next, std::string path, std::uint64_t inode, policies::Governance gov,
-                   TimePoint now) {
+void Engine::adopt(std::vector<TargetState>& next, const std::unordered_map<std::string, std::size_t>& old,
+                   std::string path, std::uint64_t inode, policies::Governance gov, TimePoint now) {
   const RefaultConfig refaults{gov.pressure.refaultWindow, gov.pressure.refaultLimit / 4096};
-  auto old = std::find_if(targets_.begin(), targets_.end(), [&](const TargetState& t) {
-    return t.path == path && t.inode == inode && t.gov.rule == gov.rule && !t.gone;
-  });
-  if (old != targets_.end()) {
-    TargetState kept = std::move(*old);
+  auto found = old.find(path);
+  TargetState* same = found == old.end() ? nullptr : &targets_[found->second];
+  if (same && same->inode == inode && same->gov.rule == gov.rule && !same->gone) {
+    TargetState kept = std::move(*same);
     kept.gov = gov;  // a reload may have changed the rule's settings
     if (kept.usesCgroupCpu() && !kept.cpuIdle) kept.cpuIdle.emplace(idleConfigOf(gov.idle));
     if (!kept.usesCgroupCpu()) kept.cpuIdle.reset();
