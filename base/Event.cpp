@@ -2,6 +2,8 @@
 
 #include <cstdio>
 
+#include "base/Text.h"
+
 namespace reclaimd {
 
 namespace {
@@ -21,34 +23,6 @@ bool safeByte(unsigned char c) {
     case '-': return true;
     default: return false;
   }
-}
-
-// Length of the valid UTF-8 sequence starting at s[i] (2-4), or 0 when it is not one
-// (overlong forms, surrogates and code points above U+10FFFF are invalid, as in RFC 3629).
-std::size_t utf8Sequence(std::string_view s, std::size_t i) {
-  const auto b = [&](std::size_t k) { return static_cast<unsigned char>(s[i + k]); };
-  const unsigned char c = b(0);
-  std::size_t n = 0;
-  unsigned char lo = 0x80, hi = 0xBF;
-  if (c >= 0xC2 && c <= 0xDF) {
-    n = 2;
-  } else if (c >= 0xE0 && c <= 0xEF) {
-    n = 3;
-    if (c == 0xE0) lo = 0xA0;
-    if (c == 0xED) hi = 0x9F;
-  } else if (c >= 0xF0 && c <= 0xF4) {
-    n = 4;
-    if (c == 0xF0) lo = 0x90;
-    if (c == 0xF4) hi = 0x8F;
-  } else {
-    return 0;
-  }
-  if (i + n > s.size()) return 0;
-  if (b(1) < lo || b(1) > hi) return 0;
-  for (std::size_t k = 2; k < n; ++k) {
-    if (b(k) < 0x80 || b(k) > 0xBF) return 0;
-  }
-  return n;
 }
 
 void appendHex(std::string& out, unsigned char c) {
@@ -86,7 +60,7 @@ std::string escapeValue(std::string_view raw) {
       appendHex(out, c);
     } else if (c < 0x80) {
       out.push_back(static_cast<char>(c));
-    } else if (const std::size_t n = utf8Sequence(raw, i); n > 0) {
+    } else if (const std::size_t n = utf8Length(raw, i); n > 0) {
       out.append(raw.substr(i, n));
       i += n - 1;
     } else {

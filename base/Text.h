@@ -85,4 +85,8 @@ Split fields(std::string_view line, std::string_view separators = kBlanks);
 // after it (not trimmed: each format says how its value is spaced). nullopt without one.
 std::optional<std::pair<std::string_view, std::string_view>> splitOnce(std::string_view line, char separator);
 
+// The length of the UTF-8 sequence at s[i] (1 for ASCII), or 0 when it is not valid UTF-8
+// (overlong forms, surrogates and code points past U+10FFFF included, as in RFC 3629).
+std::size_t utf8Length(std::string_view s, std::size_t i);
+
 }  // namespace reclaimd
