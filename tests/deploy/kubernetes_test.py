@@ -123,9 +123,11 @@ def main():
          str(labels))
 
     # The flags exist in the binary (the readiness probe's subcommand as well).
+    # Each subcommand takes its own options: the daemon's are `reclaimd run`'s.
     help_text = run([a.binary, "--help"]).stdout
+    run_help = run([a.binary, "run", "--help"]).stdout
     for opt in [x for x in args if x.startswith("--")]:
-        c.ok(re.search(rf"(^|[ ,]){re.escape(opt)}\b", help_text, re.M), f"reclaimd --help knows {opt}")
+        c.ok(re.search(rf"(^|[ ,]){re.escape(opt)}\b", run_help, re.M), f"reclaimd run --help knows {opt}")
     probe = ctr.get("readinessProbe", {}).get("exec", {}).get("command", [])
     c.equal(probe, ["/usr/sbin/reclaimd", "status"], "readiness probe: exec reclaimd status")
     c.ok(re.search(r"^\s+status\b", help_text, re.M),
