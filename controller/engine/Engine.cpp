@@ -122,6 +122,7 @@ Plan Engine::turn(TimePoint now, Sensors& in) {
     return plan;
   }
   observeCpu(in, CpuSample{now, cpu->busy, cpu->total, in.ownCpu()});
+  sayWhyHeld(now, in);
   if (machineScope_ && mode_.mode != policies::Mode::Disabled && machineScope_->needsTotals())
     samplePressure(*machineScope_, kMachineScope, now, in);
   switch (mode_.mode) {
@@ -159,6 +160,30 @@ void Engine::observeCpu(Sensors& in, const CpuSample& sample) {
         .add("window_busy_pct", v.windowPercent, 3)
         .add("interval_busy_pct", v.intervalPercent, 3);
   }
+}
+
+// Why memory is still held, said at info at most once a minute and only when the answer (the
+// detector's state) changes: a busy machine otherwise logs nothing for as long as it is busy.
+void Engine::sayWhyHeld(TimePoint now, Sensors& in) {
+  if (mode_.mode == policies::Mode::Disabled || verdict_.idle()) {
+    heldSaid_.reset();
+    return;
+  }
+  if (heldSaid_ && (*heldSaid_ == verdict_.state || now - heldSaidAt_ < kHeldEvery)) return;
+  const auto warmupShare = detector_.heldBusyPercent();
+  if (verdict_.state == IdleState::Warmup && !warmupShare) return;  // one sample says nothing yet
+  heldSaid_ = verdict_.state;
+  heldSaidAt_ = now;
+  Event& e = emit(Severity::Info, "held");
+  e.add("state", toString(verdict_.state))
+      .add("busy_pct", verdict_.state == IdleState::Warmup ? warmupShare.value_or(0) : verdict_.windowPercent, 3)
+      .add("threshold_pct", policy_.idle.thresholdPercent, 3);
+  if (auto mem = in.meminfo()) {
+    const std::uint64_t r = mem->reclaimable();
+    e.mib("waiting_mib", r > policy_.reclaim.floor ? r - policy_.reclaim.floor : 0);
+  }
+  if (auto at = detector_.predictIdle(); at && *at > now)
+    e.add("reclaim_in_s_if_quiet", std::chrono::duration<double>(*at - now).count(), 0);
 }
 
 void Engine::dropCacheTurn(TimePoint now, Sensors& in, Plan& plan) {

@@ -44,6 +44,8 @@ inline constexpr std::chrono::seconds kPassBudget{1};
 // At the floors, with no refault watch and no backoff, the cache is measured again only this
 // often: a quiet tick reads /proc/stat alone. Cache regrowing at the floor is trimmed within it.
 inline constexpr std::chrono::seconds kRecheckAtFloor{5};
+// Why memory is held is said at most this often (and only when the answer changes).
+inline constexpr std::chrono::seconds kHeldEvery{60};
 
 struct EngineSetup {
   bool dryRun = false;    // decide and log; the plan holds no writes
@@ -142,6 +144,7 @@ class Engine {
   void applyRuleDetectors();
   const IdleVerdict& systemVerdict(const policies::IdleSettings& idle) const;
   void dropCacheTurn(TimePoint now, Sensors& in, Plan& plan);
+  void sayWhyHeld(TimePoint now, Sensors& in);
   TimePoint nextWake(TimePoint now) const;
   void sampleError(const Error& error, TimePoint now);
   void note(TargetState* t, std::string what, TimePoint now);
@@ -185,6 +188,8 @@ class Engine {
   std::vector<RuleDetector> ruleDetectors_;
   PeriodState period_;  // the machine's idle period (dropcache, compaction on entry)
   bool dropPausedSaid_ = false;
+  std::optional<IdleState> heldSaid_;  // the state the last "held" event gave
+  TimePoint heldSaidAt_{};
 
   std::vector<TargetState> targets_;
   std::uint32_t nextId_ = 1;  // 0 is the machine's scope

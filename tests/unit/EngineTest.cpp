@@ -28,6 +28,20 @@ TEST_F(EngineTest, IdleMachineIsReclaimedInChunksToTheFloorRightAfterTheGrace) {
   EXPECT_EQ(count("idle_entered"), 1u);
 }
 
+TEST_F(EngineTest, ABusyMachineSaysWhyItHoldsTheCacheOnlyWhenTheAnswerChanges) {
+  sim_.addCgroup("work", 600 * kMiB);
+  sim_.setMachineBusy(0.2);  // 10 % of two CPUs
+  start();
+  run(10min);
+  const auto held = named("held");
+  ASSERT_EQ(held.size(), 2u) << "warm-up, then busy; nothing more while the answer stays";
+  EXPECT_EQ(*held[0].field("state"), "warmup");
+  EXPECT_NEAR(mib(*held[0].field("busy_pct")), 10, 0.5) << "the real busy share during warm-up, not 0";
+  EXPECT_EQ(*held[1].field("state"), "busy");
+  EXPECT_NEAR(mib(*held[1].field("waiting_mib")), 600 - 128, 1) << "cache waiting above the floor";
+  EXPECT_TRUE(held[1].field("reclaim_in_s_if_quiet").has_value());
+}
+
 TEST_F(EngineTest, BusyMachineIsNeverReclaimed) {
   sim_.addCgroup("work", 600 * kMiB);
   sim_.setMachineBusy(0.2);  // 10 % of two CPUs
