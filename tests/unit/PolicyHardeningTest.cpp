@@ -285,3 +285,23 @@ TEST(PolicyDropIns, ErrorsNameTheDropIn) {
 
 }  // namespace
 }  // namespace reclaimd::policies
+
+namespace reclaimd::policies {
+namespace {
+
+// fuzz_policy found 8 bytes on which yaml-cpp 0.7 loops forever, allocating: a reload of such a
+// file must be refused within the bound, not hang the daemon.
+TEST(PolicyBounded, YamlThatMakesTheReaderLoopIsRefused) {
+  auto runaway = parsePolicyBounded({PolicyText{"p.yaml", ",a-\n  b\n"}});
+  ASSERT_FALSE(runaway);
+  EXPECT_NE(runaway.error().message().find("did not finish"), std::string::npos) << runaway.error().message();
+  auto good = parsePolicyBounded({PolicyText{"p.yaml", "reclaim: {floor: 64M}\n"}});
+  ASSERT_TRUE(good) << good.error().message();
+  EXPECT_EQ(good->reclaim.floor, 64ULL << 20);
+  auto bad = parsePolicyBounded({PolicyText{"p.yaml", "reclaim: {floor: lots}\n"}});
+  ASSERT_FALSE(bad);
+  EXPECT_NE(bad.error().message().find("p.yaml:1"), std::string::npos) << "ordinary errors come through";
+}
+
+}  // namespace
+}  // namespace reclaimd::policies
