@@ -86,7 +86,8 @@ Result<void> Daemon::setUp() {
   proc_.emplace(std::move(*reader));
   sensors_.emplace(*proc_, nullptr, pressure_, tick_);
   actuator_.emplace(
-      options_.paths, nullptr, pressure_, [this] { return stopPending(); }, [this] { return probeWithRoot(); });
+      options_.paths, nullptr, pressure_, [this] { return stopPending(); }, [this] { return probeWithRoot(); },
+      [this](Events events) { log_.write(events, clock_.now()); });
   return listen();
 }
 
@@ -101,7 +102,10 @@ Result<void> Daemon::listen() {
   };
   if (auto r = loop_->add(pressure_.fd(), onPressure, kRankPressure); !r) return r;
   for (int fd : endpoints_.fds()) {
-    if (auto r = loop_->add(fd, [this, fd] { endpoints_.handle(fd, clock_.now()); }, kRankEndpoints); !r) return r;
+    if (auto r = loop_->add(
+            fd, [this, fd] { endpoints_.handle(fd, clock_.now()); }, kRankEndpoints);
+        !r)
+      return r;
   }
   return loop_->add(
       timer_.get(), [this] { onTimer(); }, kRankTimer);

@@ -9,11 +9,11 @@
 
 #include "base/Clock.h"
 #include "base/UniqueFd.h"
+#include "controller/Paths.h"
+#include "controller/engine/Engine.h"
 #include "controller/operate/Endpoints.h"
 #include "controller/operate/Notify.h"
-#include "controller/Paths.h"
 #include "controller/operate/Status.h"
-#include "controller/engine/Engine.h"
 #include "controller/shell/EventLog.h"
 #include "controller/shell/Io.h"
 #include "controller/shell/Loop.h"

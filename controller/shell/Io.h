@@ -44,12 +44,13 @@ class SystemActuator final : public Actuator {
  public:
   // `stopPending` peeks at the signalfd; `reprobe` runs the capability probe.
   SystemActuator(Paths paths, Tracker* tracker, PressureIo& pressure, std::function<bool()> stopPending,
-                 std::function<Capabilities()> reprobe)
+                 std::function<Capabilities()> reprobe, std::function<void(Events)> publish)
       : paths_(std::move(paths)),
         tracker_(tracker),
         pressure_(pressure),
         stopPending_(std::move(stopPending)),
-        reprobe_(std::move(reprobe)) {}
+        reprobe_(std::move(reprobe)),
+        publish_(std::move(publish)) {}
   void setTracker(Tracker* tracker) { tracker_ = tracker; }
 
   cgroup::ReclaimWrite reclaim(const CgroupRef& cgroup, std::uint64_t bytes, cgroup::ReclaimFormat format) override;
@@ -58,6 +59,7 @@ class SystemActuator final : public Actuator {
   bool stopPending() override { return stopPending_(); }
   std::vector<ScopeEvent> pressureEvents() override { return pressure_.take(); }
   Capabilities reprobe() override { return reprobe_(); }
+  void publish(Events events) override { publish_(std::move(events)); }
 
  private:
   Paths paths_;
@@ -65,6 +67,7 @@ class SystemActuator final : public Actuator {
   PressureIo& pressure_;
   std::function<bool()> stopPending_;
   std::function<Capabilities()> reprobe_;
+  std::function<void(Events)> publish_;
 };
 
 }  // namespace reclaimd::controller

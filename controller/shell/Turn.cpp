@@ -38,6 +38,7 @@ std::int64_t writeShare(Engine& engine, const PlannedShare& share, Sensors& in, 
       },
       [&](std::uint64_t asked, const cgroup::ReclaimWrite& w, std::int64_t freed) {
         engine.chunkWritten(share.target, asked, w, freed, clock.now());
+        out.publish(engine.takeEvents());
       });
   left -= step.took;  // the pass's time budget is shared by its shares
   const StepFollowUp follow = engine.stepEnded(share, step, pressed, clock.now(), in);

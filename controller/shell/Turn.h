@@ -34,6 +34,10 @@ class Actuator {
   virtual std::vector<ScopeEvent> pressureEvents() = 0;
   // The capability probe again (after an EINVAL).
   virtual Capabilities reprobe() = 0;
+  // What the engine said during a step, passed on chunk by chunk so the log follows the work
+  // as it happens (a step of many chunks takes a while; an operator, or a test sending SIGTERM
+  // at the first chunk, must not see its lines only afterwards).
+  virtual void publish(Events events) = 0;
 };
 
 // Runs one turn at `now` and returns its plan (plan.wake: when the next one is due).

@@ -22,6 +22,8 @@ void EngineHarness::afterTurn() {
   for (const auto& s : engine_->scopes()) {
     if (watched_.insert(s.id).second) engine_->setWatch(s.id, watchAs_, "test");
   }
+  for (Event& e : std::exchange(sim_.published, {}))
+    events_.push_back(std::move(e));
   for (Event& e : engine_->takeEvents())
     events_.push_back(std::move(e));
 }

@@ -42,6 +42,23 @@ TEST_F(EngineTest, ABusyMachineSaysWhyItHoldsTheCacheOnlyWhenTheAnswerChanges) {
   EXPECT_TRUE(held[1].field("reclaim_in_s_if_quiet").has_value());
 }
 
+TEST_F(EngineTest, ChunkLinesArePublishedWhileTheStepRuns) {
+  sim_.addCgroup("work", 600 * kMiB);
+  std::vector<std::size_t> chunksSaidBefore;  // at each write, the chunk lines already published
+  sim_.beforeWrite = [&](const std::string&, std::uint64_t) {
+    std::size_t n = 0;
+    for (const Event& e : sim_.published)
+      n += e.name() == "reclaim_chunk" ? 1 : 0;
+    chunksSaidBefore.push_back(n);
+  };
+  start("reclaim: {chunk: 16M}\n");
+  ASSERT_TRUE(runUntil([&] { return sim_.writes().size() >= 3; }, 3min));
+  ASSERT_GE(chunksSaidBefore.size(), 3u);
+  EXPECT_EQ(chunksSaidBefore[0], 0u);
+  EXPECT_EQ(chunksSaidBefore[1], 1u) << "the first chunk's line is out before the second chunk";
+  EXPECT_EQ(chunksSaidBefore[2], 2u);
+}
+
 TEST_F(EngineTest, BusyMachineIsNeverReclaimed) {
   sim_.addCgroup("work", 600 * kMiB);
   sim_.setMachineBusy(0.2);  // 10 % of two CPUs

@@ -101,6 +101,11 @@ class SimMachine final : public controller::Sensors, public controller::Actuator
     ++reprobes;
     return caps_;
   }
+  void publish(Events events) override {
+    for (Event& e : events)
+      published.push_back(std::move(e));
+  }
+  Events published;  // what the engine said during steps, in order
 
  private:
   std::optional<Error> fault(const std::string& what);
