@@ -160,6 +160,7 @@ class Engine {
   void judgeTargets();
   bool measureTargets(TimePoint now, Sensors& in, const proc::Meminfo& mem);
   void targetGone(TargetState& t);
+  void readFailed(TargetState& t, const Error& error);
   TargetState* find(std::uint32_t id);
 
   // EngineGradual.cpp: the pass.

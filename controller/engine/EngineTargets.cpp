@@ -111,15 +111,21 @@ void Engine::targetGone(TargetState& t) {
   emit(Severity::Debug, "cgroup_gone").add("cgroup", t.label());
 }
 
+// A cgroup file that could not be read: the cgroup left (quietly), or a warning (rate-limited by
+// the shell's event log: a tree of thousands can fail together).
+void Engine::readFailed(TargetState& t, const Error& error) {
+  if (cgroup::cgroupGone(error))
+    targetGone(t);
+  else
+    emit(Severity::Warn, "sample_skipped").add("cgroup", t.label()).add("error", error.message());
+}
+
 void Engine::sampleCgroupCpu(TimePoint now, Sensors& in) {
   for (TargetState& t : targets_) {
     if (!t.cpuIdle || t.gone) continue;
     auto usage = in.cgroupCpu(t.ref());
     if (!usage) {
-      if (cgroup::cgroupGone(usage.error()))
-        targetGone(t);
-      else
-        emit(Severity::Warn, "sample_skipped").add("cgroup", t.label()).add("error", usage.error().message());
+      readFailed(t, usage.error());
       continue;
     }
     // A share of one CPU: the total is wall time since the target was first seen.
@@ -187,10 +193,7 @@ bool Engine::measureTargets(TimePoint now, Sensors& in, const proc::Meminfo& mem
     }
     auto m = in.memory(t.ref());
     if (!m) {
-      if (cgroup::cgroupGone(m.error()))
-        targetGone(t);
-      else
-        emit(Severity::Warn, "sample_skipped").add("cgroup", t.label()).add("error", m.error().message());
+      readFailed(t, m.error());
       continue;
     }
     t.measured = *m;
