@@ -203,7 +203,9 @@ class Engine {
   // Time spent inside memory.reclaim writes, cumulative: our own memory stall, subtracted from
   // the machine's pressure (PSI charges it to reclaimd's cgroup, so the root sees it).
   std::chrono::microseconds ownStall_{0};
-  std::optional<TimePoint> lastChunkAt_;
+  // The same, over time: how much of a window's stall reclaimd's own writes account for. Its
+  // span covers the longest window the kernel takes (10 s).
+  psi::Meter ownMeter_{std::chrono::seconds(11)};
   double overshoot_ = 0;  // freed per byte asked, learned from the kernel (ReclaimStep.h)
 
   // Totals since start (targets that went away included).

@@ -50,9 +50,8 @@ void Engine::gradualTurn(TimePoint now, Sensors& in, Plan& plan) {
   if (shares.empty()) {
     // Nothing to write because everything is at its floor (not because a backoff holds it).
     const bool backedOff = (machineScope_ && machineScope_->backoff().active()) ||
-                           std::any_of(targets_.begin(), targets_.end(), [](const TargetState& t) {
-                             return t.scope && t.scope->backoff().active();
-                           });
+                           std::any_of(targets_.begin(), targets_.end(),
+                                       [](const TargetState& t) { return t.scope && t.scope->backoff().active(); });
     if (!backedOff) restUntil_ = now + kRecheckAtFloor;
     return;
   }
@@ -125,7 +124,7 @@ StepLimits Engine::limitsFor(const PlannedShare& share, nanoseconds budget) cons
 void Engine::chunkWritten(std::uint32_t id, std::uint64_t asked, const cgroup::ReclaimWrite& w, std::int64_t freed,
                           TimePoint now) {
   ownStall_ += duration_cast<microseconds>(w.took);
-  lastChunkAt_ = now;
+  ownMeter_.add(now, static_cast<std::uint64_t>(ownStall_.count()));
   const double seconds = duration<double>(w.took).count();
   writeSeconds_ += seconds;
   TargetState* t = find(id);

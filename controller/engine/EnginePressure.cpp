@@ -85,9 +85,10 @@ void Engine::pressureEvent(ScopeId id, bool gone, TimePoint now, Sensors& in) {
   const bool machine = id == kMachineScope;
   const bool crossed = scope->add(now, *total, machine ? static_cast<std::uint64_t>(ownStall_.count()) : 0);
   // Without a reading a window old the meter cannot tell (the trigger is the first word of this
-  // stall): the kernel's event stands unless reclaimd wrote within the window.
-  const bool ownRecently = lastChunkAt_ && now - *lastChunkAt_ <= scope->spec().window;
-  if (machine && !crossed && (scope->measured() || ownRecently)) {
+  // stall): the kernel's event stands unless reclaimd's own stall in the window could explain it.
+  ownMeter_.add(now, static_cast<std::uint64_t>(ownStall_.count()));
+  const bool ownExplains = ownMeter_.stallOver(scope->spec().window) >= scope->spec().stall;
+  if (machine && !crossed && (scope->measured() || ownExplains)) {
     emit(Severity::Debug, "pressure_ignored")
         .add("scope", "machine")
         .add("reason", "our own reclaim stall")

@@ -9,6 +9,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "base/Clock.h"
@@ -64,7 +65,9 @@ class Scope {
  private:
   std::string label_;
   psi::TriggerSpec spec_;
+  std::chrono::nanoseconds span_;
   psi::Meter meter_;
+  std::optional<TimePoint> lastAt_;
   Backoff backoff_;
   Watch watch_ = Watch::Pending;
   std::string why_;

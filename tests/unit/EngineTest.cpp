@@ -109,6 +109,34 @@ TEST_F(EngineTest, OwnReclaimStallIsNotPressure) {
   EXPECT_EQ(count("backoff"), 0u);
 }
 
+// On 6.1 a cgroup's backoff ended, and the machine's scope, read again only then, spread the
+// stall of the workload long gone over its window and backed off instead of stepping again.
+TEST_F(EngineTest, AfterACgroupsCalmPeriodStaleMachineStallIsNotPressure) {
+  sim_.setMachineBusy(0.6);
+  sim_.addCgroup("work.slice", 800 * kMiB);
+  sim_.cgroup("work.slice").cpuShare = 0;
+  start(
+      "pressure: {stall: 100ms, window: 1s, calm: 10s}\nreclaim: {step_min: 16M, step_max: 16M}\n"
+      "idle: {interval: 5s}\nrules:\n  - match: work.slice\n    idle_source: cgroup\n    floor: 16M\n    grace: 5s\n");
+  ASSERT_TRUE(runUntil([&] { return count("reclaim_step") >= 3; }, 2min));
+  // The workload stalls the cgroup; its trigger fires and it backs off.
+  sim_.cgroup("work.slice").stallShare = 0.4;
+  run(1s);
+  for (const auto& t : engine_->targets()) sim_.pressureEvent(t.id);
+  ASSERT_TRUE(runUntil([&] { return count("backoff") >= 1; }, 5s));
+  // While nothing is written the machine's stall grows (no event: its trigger is not asked
+  // about here), then the workload ends.
+  sim_.setMachineStall(0.4);
+  run(5s);
+  sim_.cgroup("work.slice").stallShare = 0;
+  sim_.setMachineStall(0);
+  const std::size_t steps = count("reclaim_step");
+  ASSERT_TRUE(runUntil([&] { return count("resume") >= 1; }, 30s));
+  EXPECT_TRUE(runUntil([&] { return count("reclaim_step") > steps; }, 10s)) << "steps again after resuming";
+  for (const Event& e : named("backoff"))
+    EXPECT_NE(*e.field("scope"), "machine") << e.text();
+}
+
 TEST_F(EngineTest, RefaultsAfterAStepRaiseTheFloorAtOnceEvenWhenTheWorkIsBack) {
   sim_.addCgroup("work", 1000 * kMiB);
   start("reclaim: {step_min: 32M, step_max: 32M}\n");

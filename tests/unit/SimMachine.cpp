@@ -210,6 +210,8 @@ int runUntil(controller::Engine& engine, SimMachine& sim, ManualClock& clock, Ti
   sim.bind(engine);
   int turns = 0;
   while (clock.now() < until) {
+    // The daemon's loop hands trigger events to the engine as they come, before the timer's turn.
+    controller::deliverPressureEvents(engine, sim, sim, clock.now());
     const controller::Plan plan = controller::runTurn(engine, sim, sim, clock, clock.now());
     ++turns;
     if (stop && stop()) break;
