@@ -45,9 +45,11 @@ Result<Policy> parsePolicy(std::string_view text, const std::string& source);
 // Parses a main file and its drop-ins (files[0] is the main one), merged: mappings key by key,
 // rules appended. Pure: no file is read. Errors as parsePolicy's, each naming its own file.
 Result<Policy> parsePolicyFiles(const std::vector<PolicyText>& files);
-// parsePolicyFiles, first tried in a child process under a CPU-time limit (Bounded.cpp): some
-// malformed YAML makes yaml-cpp 0.7 loop forever. Errors: parsePolicyFiles', or a refusal when
-// the parse did not finish, or the fork/wait errno.
+// parsePolicyFiles, first tried in a forked child under a CPU-time limit (Bounded.cpp): some
+// malformed YAML makes yaml-cpp 0.7 loop forever. For single-threaded callers only (the fuzz
+// target): a fork while another thread holds a lock (the daemon's logger, ASan's allocator) can
+// leave the child deadlocked. Errors: parsePolicyFiles', a refusal when the parse did not
+// finish, or the fork/wait errno.
 Result<Policy> parsePolicyBounded(const std::vector<PolicyText>& files);
 
 // Reads one policy file: symlinks are followed (a Kubernetes ConfigMap's files are symlinks), but

@@ -106,7 +106,7 @@ Result<std::vector<PolicyText>> readPolicyFiles(const std::string& mainPath) {
 Result<Policy> loadPolicyFile(const std::string& path) {
   auto files = readPolicyFiles(path);
   if (!files) return files.error();
-  return parsePolicyBounded(*files);
+  return parsePolicyFiles(*files);
 }
 
 }  // namespace reclaimd::policies
