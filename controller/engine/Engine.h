@@ -158,7 +158,7 @@ class Engine {
              std::uint64_t inode, policies::Governance gov, TimePoint now);
   void sampleCgroupCpu(TimePoint now, Sensors& in);
   void judgeTargets();
-  bool measureTargets(TimePoint now, Sensors& in, const proc::Meminfo& mem);
+  void measureTargets(TimePoint now, Sensors& in, const proc::Meminfo& mem);
   void targetGone(TargetState& t);
   void readFailed(TargetState& t, const Error& error);
   TargetState* find(std::uint32_t id);

@@ -168,7 +168,7 @@ void Engine::judgeTargets() {
   }
 }
 
-bool Engine::measureTargets(TimePoint now, Sensors& in, const proc::Meminfo& mem) {
+void Engine::measureTargets(TimePoint now, Sensors& in, const proc::Meminfo& mem) {
   // The machine's refaults (/proc/vmstat) only when the root is measured: they keep its
   // pre-step rate current and feed its refault watch.
   const bool rootMeasured = std::any_of(targets_.begin(), targets_.end(), [](const TargetState& t) {
@@ -178,7 +178,6 @@ bool Engine::measureTargets(TimePoint now, Sensors& in, const proc::Meminfo& mem
   if (rootMeasured) {
     if (auto r = in.machineRefaults()) machineRefaults_ = *r;
   }
-  bool any = false;
   for (TargetState& t : targets_) {
     t.measured.reset();
     // A target whose step is being watched for refaults is measured even when it is no longer
@@ -188,7 +187,6 @@ bool Engine::measureTargets(TimePoint now, Sensors& in, const proc::Meminfo& mem
       t.measured = MemoryReading{mem.reclaimable(), machineRefaults_.value_or(0)};
       t.lastReclaimable = mem.reclaimable();
       if (machineRefaults_) checkRefaults(t, now);
-      any = true;
       continue;
     }
     auto m = in.memory(t.ref());
@@ -199,9 +197,7 @@ bool Engine::measureTargets(TimePoint now, Sensors& in, const proc::Meminfo& mem
     t.measured = *m;
     t.lastReclaimable = m->reclaimable;
     checkRefaults(t, now);
-    any = true;
   }
-  return any;
 }
 
 }  // namespace reclaimd::controller

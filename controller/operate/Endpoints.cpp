@@ -88,10 +88,8 @@ Endpoints::~Endpoints() {
 
 Result<void> Endpoints::open(const EndpointOptions& options) {
   options_ = options;
-  for (UniqueFd* e : {&all_, &conns_}) {
-    e->reset(::epoll_create1(EPOLL_CLOEXEC));
-    if (!*e) return errnoError(errno, "epoll_create1");
-  }
+  conns_.reset(::epoll_create1(EPOLL_CLOEXEC));
+  if (!conns_) return errnoError(errno, "epoll_create1");
   timer_.reset(::timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC));
   if (!timer_) return errnoError(errno, "timerfd_create");
   if (!options.statusSocket.empty()) {
@@ -125,8 +123,6 @@ Result<void> Endpoints::open(const EndpointOptions& options) {
       return errnoError(errno, "listen on " + options.metricsListen);
     }
   }
-  for (int fd : fds())
-    add(all_.get(), fd, EPOLLIN);
   return {};
 }
 
@@ -141,14 +137,6 @@ std::vector<int> Endpoints::fds() const {
     if (*fd) out.push_back(fd->get());
   }
   return out;
-}
-
-void Endpoints::serve(const Render& status, const Render& metrics, TimePoint now) {
-  setRenderers(status, metrics);
-  epoll_event events[4];
-  const int n = ::epoll_wait(all_.get(), events, 4, 0);
-  for (int i = 0; i < n; ++i)
-    handle(events[i].data.fd, now);
 }
 
 void Endpoints::handle(int fd, TimePoint now) {

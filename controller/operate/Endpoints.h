@@ -60,11 +60,6 @@ class Endpoints {
   // Serves whatever is ready on `fd` (one of fds()); never blocks.
   void handle(int fd, TimePoint now);
 
-  // The same as one fd (an epoll over fds()), for a loop that wants one: serve() handles
-  // whatever is ready with these renderers.
-  int fd() const { return all_.get(); }
-  void serve(const Render& status, const Render& metrics, TimePoint now);
-
   // Writes the metrics file when its period has passed since the last write (or `force`).
   void writeMetricsFile(const Render& metrics, TimePoint now, bool force = false);
 
@@ -90,7 +85,7 @@ class Endpoints {
 
   EndpointOptions options_;
   Render status_, metrics_;
-  UniqueFd all_, conns_, timer_, statusListen_, httpListen_;
+  UniqueFd conns_, timer_, statusListen_, httpListen_;
   ino_t statusInode_ = 0;
   std::map<int, Connection> connections_;
   TimePoint lastMetricsWrite_{};
