@@ -36,6 +36,11 @@ int governingRule(const std::vector<Rule>& rules, std::string_view path) {
   return best;
 }
 
+bool mayMatchBelow(const std::vector<Rule>& rules, std::string_view path) {
+  const auto components = splitPath(path);
+  return std::any_of(rules.begin(), rules.end(), [&](const Rule& r) { return r.pattern.mayMatchBelow(components); });
+}
+
 int inheritedRule(const std::vector<Rule>& rules, std::string_view path, std::string_view* ancestor) {
   for (std::string_view at = path;;) {
     const int rule = governingRule(rules, at);
