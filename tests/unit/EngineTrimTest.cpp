@@ -49,6 +49,10 @@ TEST_F(EngineTrimTest, ABusyMachineIsTrimmedInSmallProbesAfterItsGraceDownToTheF
   for (const Event& e : trims())
     EXPECT_GE(mib(*e.field("reclaimable_after_mib")), 127.9) << "never below the floor";
   EXPECT_EQ(count("idle_entered"), 0u) << "the machine itself never went idle";
+  ASSERT_EQ(count("trim_started"), 1u);
+  EXPECT_NEAR(mib(*named("trim_started")[0].field("busy_for_s")), 120, 1);
+  ASSERT_FALSE(named("held").empty());
+  EXPECT_EQ(named("held").back().field("trim"), "on") << "why memory is held says trimming goes on";
 }
 
 TEST_F(EngineTrimTest, RefaultsAfterAProbeHoldTheCacheTheWorkReads) {
