@@ -150,6 +150,13 @@ TEST(Rules, MatchingRulesAreRankedAndExplained) {
   const std::string inherited = explain(*none, "build.slice/job-7.scope");
   EXPECT_NE(inherited.find("inherits rule 1 (line 2, match \"build.slice\") from build.slice"), std::string::npos)
       << inherited;
+  EXPECT_NE(inherited.find("trimmed while busy: yes"), std::string::npos) << inherited;
+  EXPECT_NE(inherited.find("floors: this cgroup keeps 16MiB; the machine keeps 128MiB (reclaim.floor) in all"),
+            std::string::npos)
+      << inherited;
+  auto off = parsePolicy("rules:\n  - match: db.slice\n    trim: false\n", "r.yaml");
+  ASSERT_TRUE(off.ok()) << off.error().message();
+  EXPECT_NE(explain(*off, "db.slice").find("trimmed while busy: no"), std::string::npos);
 }
 
 TEST(Rules, RulesInheritTheMachineSettings) {
