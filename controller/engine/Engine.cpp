@@ -273,6 +273,12 @@ TimePoint Engine::nextWake(TimePoint now) const {
   }
   if (mode_.mode == policies::Mode::Gradual && !policy_.rules.empty() && lastWalk_)
     next = std::min(next, std::max(*lastWalk_ + kWalkPeriod, now + 1ms));
+  // A probe due before the next sample: wake for it, so probes keep their interval.
+  if (mode_.mode == policies::Mode::Gradual) {
+    for (const TargetState& t : targets_) {
+      if (t.trim.baselined && t.trim.next > now && trimDue(t, t.trim.next)) next = std::min(next, t.trim.next);
+    }
+  }
   return next;
 }
 

@@ -55,6 +55,16 @@ TEST_F(EngineTrimTest, ABusyMachineIsTrimmedInSmallProbesAfterItsGraceDownToTheF
   EXPECT_EQ(named("held").back().field("trim"), "on") << "why memory is held says trimming goes on";
 }
 
+TEST_F(EngineTrimTest, ProbesKeepTheirIntervalBetweenSamples) {
+  sim_.addCgroup("work", 600 * kMiB);
+  sim_.setMachineBusy(0.04);
+  start("idle: {sample_period: 1s}\ntrim: {interval: 500ms}\n");
+  ASSERT_TRUE(runUntil([&] { return sim_.writes().size() >= 10; }, 3min));
+  const auto& w = sim_.writes();
+  for (std::size_t i = w.size() - 5; i < w.size(); ++i)
+    EXPECT_LE(w[i].at - w[i - 1].at, 550ms) << "a wake for each probe, not the next sample (0.6 s while busy)";
+}
+
 TEST_F(EngineTrimTest, RefaultsAfterAProbeHoldTheCacheTheWorkReads) {
   sim_.addCgroup("work", 600 * kMiB);
   sim_.cgroup("work").hot = 300 * kMiB;  // read again and again: above the 128 MiB floor
