@@ -15,7 +15,8 @@
 # sleeps a penalty that grows with the square of the overage (2 s, MEMCG_MAX_HIGH_DELAY_JIFFIES,
 # from 1 MiB over 8M), both inside psi_memstall_enter(). A task sleeping in memstall is a
 # `some` stall however busy the CPU is: work.slice's total grows ~1000 ms a second from the
-# first fault past 8M (measured on 6.1, 6.12 and 7.2: 10.5 s of stall in 10.5 s).
+# first fault past 8M (the test measured 913-991 ms a second over the 10 s on 6.1, 6.12 and
+# 7.2, on a quiet host and beside hog.py: 9-10x the trigger, where refaults made 0.0-4.5x).
 # Why not refaults (three readers re-reading 24 MiB each under memory.max 48M, before): the
 # kernel counts refault stall only for folios it marks workingset (MGLRU), and one run on 7.2
 # made 25 ms of stall in 11.9 s while refaulting 540 MiB; other runs 300-450 ms a second.
