@@ -29,7 +29,7 @@ def early_allowance(grace, fill_end):
     grace. The work ends with a burn on the CPU (lib.sh's fill), so with every tick counted idle
     begins up to grace x THRESHOLD early. But under TCG the guest counts a tick only when it
     lands while QEMU's vCPU thread runs (no steal time): on a loaded host a 500 ms burn was
-    counted 270-500 ms, and the window sheds the burn's tail burn / counted times as fast.
+    counted 170-500 ms, and the window sheds the burn's tail burn / counted times as fast.
     fill_end carries the burn's length and the busy time the guest counted in it (burn_ms,
     counted_ms): the allowance scales with that ratio. When the whole burn counted no more than
     the budget, the burn cannot hold the window busy and nothing here bounds how early idle may

@@ -69,7 +69,7 @@ cgmem() {
 # much "before" the grace period ended, counted from the read's end.
 # Sets BURN_MS (the time it took) and BURN_COUNTED_MS (the busy time the guest counted in it):
 # under TCG the guest counts a tick only when it lands while QEMU's vCPU thread runs (no steal
-# time), so on a loaded host a 500 ms burn was counted 270-500 ms (7.2, 2026-11-30).
+# time), so on a loaded host a 500 ms burn was counted 170-500 ms (7.2, 2026-11-30).
 burn() {
 	busy_ms
 	_b0=$BUSY_MS
