@@ -54,12 +54,12 @@ struct Spawn {
   Spawn& operator=(const Spawn&) = delete;
 };
 
-// Starts the child with `input` as its stdin and `progress` as its stdout (stderr stays: a
+// Starts the child with `input` as its stdin and `marks` as its stdout (stderr stays: a
 // sanitizer's report belongs in the caller's log). Nothing else is inherited.
-Result<pid_t> startChild(const ParseGuard& guard, int input, int progress) {
+Result<pid_t> startChild(const ParseGuard& guard, int input, int marks) {
   Spawn s;
   posix_spawn_file_actions_adddup2(&s.actions, input, 0);
-  posix_spawn_file_actions_adddup2(&s.actions, progress, 1);
+  posix_spawn_file_actions_adddup2(&s.actions, marks, 1);
   posix_spawn_file_actions_addclosefrom_np(&s.actions, 3);
   // The daemon blocks its signals (they reach it through a signalfd) and ignores SIGPIPE; masks
   // and ignored signals survive exec. The child takes the defaults, so SIGXCPU ends it.
@@ -92,29 +92,38 @@ Result<int> reap(pid_t pid) {
 
 enum class Wait { Exited, TimedOut, Cancelled };
 
-// Waits until the child closes its stdout (it exits), counting the stage bytes it writes.
-Wait waitChild(const ParseGuard& guard, int progress, std::size_t& stages) {
+// How far the child got, from its marks.
+struct Progress {
+  std::size_t stages = 0;
+  bool done = false;
+};
+
+// Waits until the child closes its stdout (it exits), reading its marks.
+Wait waitChild(const ParseGuard& guard, int fd, Progress& progress) {
   const auto deadline = steady_clock::now() + guard.wall;
   for (;;) {
     const auto left = std::chrono::duration_cast<milliseconds>(deadline - steady_clock::now());
     if (left.count() <= 0) return Wait::TimedOut;
-    pollfd fds[2] = {{progress, POLLIN, 0}, {guard.cancelFd, POLLIN, 0}};
+    pollfd fds[2] = {{fd, POLLIN, 0}, {guard.cancelFd, POLLIN, 0}};
     const int n = ::poll(fds, guard.cancelFd >= 0 ? 2 : 1, static_cast<int>(left.count()) + 1);
     if (n < 0 && errno != EINTR) return Wait::TimedOut;  // cannot happen with valid fds; never hang
     if (n <= 0) continue;
     if (guard.cancelFd >= 0 && (fds[1].revents & POLLIN)) return Wait::Cancelled;
     char buffer[512];
-    const ssize_t got = ::read(progress, buffer, sizeof buffer);
+    const ssize_t got = ::read(fd, buffer, sizeof buffer);
     if (got == 0) return Wait::Exited;
-    if (got > 0) stages += static_cast<std::size_t>(got);
+    for (ssize_t i = 0; i < got; ++i) {
+      progress.stages += buffer[i] == kStageMark ? 1 : 0;
+      progress.done = progress.done || buffer[i] == kDoneMark;
+    }
   }
 }
 
-// The file the child was reading: stage i < n is file i alone, stage n all of them (named by the
-// main file).
-std::string culprit(const std::vector<PolicyText>& files, std::size_t stages) {
-  if (stages == 0 || stages > files.size()) return files.front().source;
-  return files[stages - 1].source;
+// The file the child was reading: stage i <= n is file i-1's YAML, stage n+1 the merged policy
+// (named by the main file, as before any stage).
+std::string culprit(const std::vector<PolicyText>& files, const Progress& progress) {
+  if (progress.stages == 0 || progress.stages > files.size()) return files.front().source;
+  return files[progress.stages - 1].source;
 }
 
 }  // namespace
@@ -150,27 +159,27 @@ Result<void> checkParseFinishes(const std::vector<PolicyText>& files, const Pars
   if (!input) return input.error();
   int ends[2];
   if (::pipe2(ends, O_CLOEXEC) != 0) return errnoError(errno, "pipe for the policy check");
-  UniqueFd progress(ends[0]), progressEnd(ends[1]);
-  auto pid = startChild(guard, input->get(), progressEnd.get());
+  UniqueFd marks(ends[0]), marksEnd(ends[1]);
+  auto pid = startChild(guard, input->get(), marksEnd.get());
   if (!pid) return pid.error();
-  progressEnd.reset();  // the child's copy is the only one: its exit ends the pipe
-  std::size_t stages = 0;
-  const Wait waited = waitChild(guard, progress.get(), stages);
+  marksEnd.reset();  // the child's copy is the only one: its exit ends the pipe
+  Progress progress;
+  const Wait waited = waitChild(guard, marks.get(), progress);
   if (waited != Wait::Exited) ::kill(*pid, SIGKILL);
   auto reaped = reap(*pid);
   if (!reaped) return reaped.error();
   const int status = *reaped;
   switch (waited) {
     case Wait::Exited:
-      // Exit 0 counts only from a child that reached the last stage: any other program (or an
+      // Exit 0 counts only from a child that said its parse returned: any other program (or an
       // older reclaimd without the subcommand) must not vouch for a parse it never did.
-      if (WIFEXITED(status) && WEXITSTATUS(status) == 0 && stages != files.size() + 1) {
+      if (WIFEXITED(status) && WEXITSTATUS(status) == 0 && !progress.done) {
         return errnoError(EPROTO, "the policy check " + guard.program + " " + std::string(kParseSubcommand) +
                                       " exited without parsing " + files.front().source);
       }
-      return judgeParseEnd(status, culprit(files, stages));
+      return judgeParseEnd(status, culprit(files, progress));
     case Wait::TimedOut:
-      return invalidError(culprit(files, stages) + ": the YAML reader did not finish within " +
+      return invalidError(culprit(files, progress) + ": the YAML reader did not finish within " +
                           formatDuration(guard.wall) + " (malformed YAML that makes yaml-cpp loop, or a machine " +
                           "too loaded to parse it); the file is refused");
     case Wait::Cancelled: return errnoError(ECANCELED, "the policy check of " + files.front().source + " (stopping)");

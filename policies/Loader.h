@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -42,9 +43,13 @@ struct PolicyText {
 // Errors: Errc::Invalid with one "source:line:column: key: problem" line per problem.
 Result<Policy> parsePolicy(std::string_view text, const std::string& source);
 
+// Told the index of each file before its YAML is read, then files.size() once all are read (the
+// bounded check's child reports its progress with it: Guard.h).
+using ParseProgress = std::function<void(std::size_t file)>;
+
 // Parses a main file and its drop-ins (files[0] is the main one), merged: mappings key by key,
 // rules appended. Pure: no file is read. Errors as parsePolicy's, each naming its own file.
-Result<Policy> parsePolicyFiles(const std::vector<PolicyText>& files);
+Result<Policy> parsePolicyFiles(const std::vector<PolicyText>& files, const ParseProgress& progress = {});
 // parsePolicyFiles, first tried in a forked child under Guard.h's limits (Bounded.cpp): some
 // malformed YAML makes yaml-cpp 0.7 loop forever. For single-threaded callers only (the fuzz
 // target): a fork while another thread holds a lock (the daemon's logger, ASan's allocator) can

@@ -46,6 +46,17 @@ TEST(PolicyTexts, MalformedInputIsAnError) {
   }
 }
 
+TEST(PolicyGuard, ParseReportsEachFileThenTheMerge) {
+  // The child's stage marks: file i before its YAML is read, then files.size() (the merge), even
+  // when a file is not YAML, so the parent names the file being read when it stops the child.
+  for (const char* second : {"mode: disabled\n", "[unclosed\n"}) {
+    std::vector<std::size_t> seen;
+    (void)parsePolicyFiles({{"a", "mode: gradual\n"}, {"b", second}, {"c", ""}},
+                           [&](std::size_t file) { seen.push_back(file); });
+    EXPECT_EQ(seen, (std::vector<std::size_t>{0, 1, 2, 3})) << second;
+  }
+}
+
 TEST(PolicyGuard, HowTheChildEndedIsJudged) {
   EXPECT_TRUE(judgeParseEnd(W_EXITCODE(0, 0), "p.yaml"));
   auto cpu = judgeParseEnd(W_EXITCODE(0, SIGXCPU), "p.yaml");
@@ -57,7 +68,7 @@ TEST(PolicyGuard, HowTheChildEndedIsJudged) {
   EXPECT_TRUE(!hardLimit && has(hardLimit.error().message(), "did not finish within 2 s of CPU"));
   auto memory = judgeParseEnd(W_EXITCODE(kParseChildOutOfMemory, 0), "p.yaml");
   ASSERT_FALSE(memory);
-  EXPECT_TRUE(has(memory.error().message(), "p.yaml: the YAML reader needed more than 2GiB of memory"))
+  EXPECT_TRUE(has(memory.error().message(), "p.yaml: the YAML reader needed more than 1GiB of memory"))
       << memory.error().message();
   auto crash = judgeParseEnd(W_EXITCODE(0, SIGSEGV), "p.yaml");
   ASSERT_FALSE(crash);
