@@ -128,6 +128,30 @@ TEST_F(EngineTest, AfterACgroupsCalmPeriodStaleMachineStallIsNotPressure) {
     EXPECT_NE(*e.field("scope"), "machine") << e.text();
 }
 
+// The cgroup's stall is the machine's too: both scopes back off on one pressure, and the step
+// after it is halved, not quartered (seen on 6.1 and 7.2: 4 MiB after one backoff of a 16 MiB step).
+TEST_F(EngineTest, OnePressureSeenByTheCgroupAndTheMachineHalvesTheStepOnce) {
+  sim_.setMachineBusy(0.6);
+  sim_.addCgroup("work.slice", 800 * kMiB);
+  start(
+      "pressure: {stall: 100ms, window: 1s, calm: 10s, min_step: 2M}\nreclaim: {step_min: 16M, step_max: 16M}\n"
+      "trim: {enabled: false}\nidle: {interval: 5s}\n"
+      "rules:\n  - match: work.slice\n    idle_source: cgroup\n    floor: 16M\n    grace: 5s\n");
+  ASSERT_TRUE(runUntil([&] { return count("reclaim_step") >= 3; }, 2min));
+  sim_.cgroup("work.slice").stallShare = 0.4;
+  sim_.setMachineStall(0.4);
+  run(1s);
+  for (const auto& t : engine_->targets())
+    sim_.pressureEvent(t.id);
+  sim_.pressureEvent(kMachineScope);
+  ASSERT_TRUE(runUntil([&] { return count("backoff") >= 2; }, 5s)) << "both scopes";
+  sim_.cgroup("work.slice").stallShare = 0;
+  sim_.setMachineStall(0);
+  const std::size_t steps = count("reclaim_step");
+  ASSERT_TRUE(runUntil([&] { return count("reclaim_step") > steps; }, 1min));
+  EXPECT_EQ(mib(*named("reclaim_step").back().field("asked_mib")), 8) << "halved once";
+}
+
 TEST_F(EngineTest, RefaultsAfterAStepRaiseTheFloorAtOnceEvenWhenTheWorkIsBack) {
   sim_.addCgroup("work", 1000 * kMiB);
   start("reclaim: {step_min: 32M, step_max: 32M}\n");
