@@ -29,8 +29,8 @@
 namespace reclaimd::controller {
 
 // Scans are taken at most this often (and only while the machine is not idle): a walk and a
-// cpu.stat read per cgroup costs milliseconds (README), which every 30 s is noise, and the idle
-// window they are compared over is 2 minutes by default, so 4 scans span it.
+// cpu.stat read per cgroup cost ~15 us a cgroup (a few ms for a desktop's 200), noise every 30 s,
+// and the idle window they are compared over is 2 minutes by default, so 4 scan periods span it.
 inline constexpr std::chrono::seconds kBusyScanEvery{30};
 // How many cgroups status, the metrics and the held event name (issue 11: "top three").
 inline constexpr std::size_t kBusyTop = 3;
@@ -100,7 +100,7 @@ class BusyCgroups {
 
   std::chrono::nanoseconds window_;
   std::string ownCgroup_;
-  // Older scans kept as baselines, oldest first, at least lookback/kMaxAnchors apart; the newest
+  // Older scans kept as baselines, oldest first, at least lookback/4 apart; the newest
   // scan is held apart from them until the next one arrives.
   std::deque<Snapshot> anchors_;
   std::optional<Snapshot> newest_;

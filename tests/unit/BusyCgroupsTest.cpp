@@ -1,10 +1,17 @@
-// Which cgroups keep the machine busy: the ranking over scans (pure).
+// Which cgroups keep the machine busy: the ranking over scans (pure), and the scan itself on
+// fixture trees.
+#include <fcntl.h>
 #include <fmt/format.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
+#include <filesystem>
 #include <map>
 
+#include "base/UniqueFd.h"
 #include "controller/engine/BusyCgroups.h"
+#include "controller/shell/BusyScan.h"
+#include "tests/unit/Fixture.h"
 
 namespace reclaimd::controller {
 namespace {
@@ -158,8 +165,87 @@ TEST(BusyCgroups, HeldScansAreBounded) {
   BusyCgroups busy(std::chrono::hours(1));
   for (auto at = 0s; at <= 7200s; at += 30s)
     addAt(busy, at, scanOf({{"", {1, nanoseconds(at) / 100}}}));
-  EXPECT_LE(busy.held(), 10u);
+  EXPECT_LE(busy.held(), 6u);
   EXPECT_EQ(text(busy.top(3, kStart + 7200s)), "/ 0.50");
+}
+
+// A cgroup-shaped fixture directory with a cpu.stat.
+void cg(testing::Fixture& fx, const std::string& path, const std::string& usageUsec) {
+  fx.write(path + "/cpu.stat", "usage_usec " + usageUsec + "\nuser_usec 0\nsystem_usec 0\n");
+}
+
+std::uint64_t inodeOf(const testing::Fixture& fx, const std::string& path) {
+  struct stat st {};
+  EXPECT_EQ(::stat(fx.path(path).c_str(), &st), 0) << path;
+  return st.st_ino;
+}
+
+UniqueFd openRoot(const testing::Fixture& fx) {
+  return UniqueFd(::open(fx.path("cg").c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+}
+
+TEST(BusyScan, ReadsEveryCgroupInPreOrder) {
+  testing::Fixture fx;
+  cg(fx, "cg", "9000000");
+  cg(fx, "cg/system.slice", "5000000");
+  cg(fx, "cg/system.slice/cron.service", "4000000");
+  cg(fx, "cg/user.slice", "1");
+  auto root = openRoot(fx);
+  for (ScanOpens opens : {ScanOpens::Beneath, ScanOpens::ByDirectory}) {
+    auto scan = scanCgroupCpu(root.get(), kBusyScanMaxCgroups, opens);
+    ASSERT_TRUE(scan.ok()) << scan.error().message();
+    EXPECT_TRUE(scan->complete);
+    std::map<std::string, std::pair<std::uint64_t, nanoseconds>> got;
+    for (const CgroupCpu& c : scan->cgroups)
+      got[c.path] = {c.inode, c.usage};
+    ASSERT_EQ(got.size(), 4u);
+    EXPECT_EQ(got[""], std::make_pair(inodeOf(fx, "cg"), nanoseconds(9s)));
+    EXPECT_EQ(got["system.slice/cron.service"],
+              std::make_pair(inodeOf(fx, "cg/system.slice/cron.service"), nanoseconds(4s)));
+    EXPECT_EQ(got["user.slice"].second, 1us);
+    EXPECT_EQ(scan->cgroups[0].path, "");
+  }
+}
+
+// A cpu.stat that cannot be read or parsed is skipped and the scan is incomplete; symlinks are
+// never followed; a walk stopped at the cap reads no more than the cap and is incomplete.
+TEST(BusyScan, SkipsWhatItCannotReadAndSaysSo) {
+  testing::Fixture fx;
+  cg(fx, "cg", "10");
+  cg(fx, "cg/a", "5");
+  fx.write("cg/bad/cpu.stat", "usage_usec lots\n");
+  // Well-formed, but no cpu.stat is 5 KiB; the first 4,096 bytes end at a line's end.
+  std::string huge = "usage_usec 100\n";
+  for (int i = 0; i < 700; ++i)
+    huge += "abcd 1\n";
+  fx.write("cg/huge/cpu.stat", huge);
+  cg(fx, "outside", "7");
+  std::filesystem::create_directory_symlink(fx.path("outside"), fx.path("cg/escape"));
+  auto root = openRoot(fx);
+  for (ScanOpens opens : {ScanOpens::Beneath, ScanOpens::ByDirectory}) {
+    auto scan = scanCgroupCpu(root.get(), kBusyScanMaxCgroups, opens);
+    ASSERT_TRUE(scan.ok());
+    EXPECT_FALSE(scan->complete);
+    ASSERT_EQ(scan->cgroups.size(), 2u);
+    EXPECT_EQ(scan->cgroups[0].path, "");
+    EXPECT_EQ(scan->cgroups[1].path, "a");
+  }
+  fx.remove("cg/bad");
+  fx.remove("cg/huge");
+  for (ScanOpens opens : {ScanOpens::Beneath, ScanOpens::ByDirectory}) {
+    auto whole = scanCgroupCpu(root.get(), kBusyScanMaxCgroups, opens);
+    ASSERT_TRUE(whole.ok());
+    EXPECT_TRUE(whole->complete) << "a symlink is not a cgroup left unread";
+    EXPECT_EQ(whole->cgroups.size(), 2u);
+    auto capped = scanCgroupCpu(root.get(), 1, opens);
+    ASSERT_TRUE(capped.ok());
+    EXPECT_FALSE(capped->complete);
+    EXPECT_EQ(capped->cgroups.size(), 1u);
+  }
+}
+
+TEST(BusyScan, UnreadableRootIsAnError) {
+  EXPECT_FALSE(scanCgroupCpu(-1).ok());
 }
 
 }  // namespace
