@@ -72,7 +72,7 @@ void BusyCgroups::clear() {
   newest_.reset();
 }
 
-std::vector<BusyShare> BusyCgroups::top(std::size_t n, TimePoint now) const {
+std::vector<BusyCgroup> BusyCgroups::top(std::size_t n, TimePoint now) const {
   if (!newest_ || now - newest_->at > lookback()) return {};
   for (const Snapshot& from : anchors_) {
     if (newest_->at - from.at <= lookback()) return rank(from, *newest_, n);
@@ -80,7 +80,7 @@ std::vector<BusyShare> BusyCgroups::top(std::size_t n, TimePoint now) const {
   return {};
 }
 
-std::vector<BusyShare> BusyCgroups::rank(const Snapshot& from, const Snapshot& to, std::size_t n) const {
+std::vector<BusyCgroup> BusyCgroups::rank(const Snapshot& from, const Snapshot& to, std::size_t n) const {
   const nanoseconds span = to.machineTotal - from.machineTotal;
   if (span <= nanoseconds(0)) return {};
   ByPath before;
@@ -116,10 +116,10 @@ std::vector<BusyShare> BusyCgroups::rank(const Snapshot& from, const Snapshot& t
     return own[a] != own[b] ? own[a] > own[b] : cgroups[a].path < cgroups[b].path;
   });
   order.resize(std::min(order.size(), n));
-  std::vector<BusyShare> out;
+  std::vector<BusyCgroup> out;
   for (std::size_t i : order) {
     const std::string& path = cgroups[i].path;
-    out.push_back(BusyShare{path.empty() ? "/" : path, 100.0 * duration<double>(own[i]) / duration<double>(span)});
+    out.push_back(BusyCgroup{path.empty() ? "/" : path, 100.0 * duration<double>(own[i]) / duration<double>(span)});
   }
   return out;
 }

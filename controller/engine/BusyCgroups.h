@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "base/Clock.h"
+#include "controller/operate/Status.h"
 
 namespace reclaimd::controller {
 
@@ -50,11 +51,6 @@ struct CgroupCpuScan {
   bool complete = true;
 };
 
-struct BusyShare {
-  std::string cgroup;  // "/" for the root
-  double percent = 0;  // share of all CPUs over the compared span, 0-100
-};
-
 class BusyCgroups {
  public:
   // `window`: the span compared (the policy's idle.grace). `ownCgroup`: reclaimd's own cgroup
@@ -77,7 +73,8 @@ class BusyCgroups {
   // oldest scan within the window and the newest, largest first (ties by path). Cgroups with no
   // CPU are left out. Empty when fewer than two scans lie within the window, or the newest is
   // older than the window at `now` (the machine was idle since: nothing is being measured).
-  std::vector<BusyShare> top(std::size_t n, TimePoint now) const;
+  // As Status shows them: "/" for the root, busyPercent 0-100.
+  std::vector<BusyCgroup> top(std::size_t n, TimePoint now) const;
 
   // Forgets every scan (the next two are needed before top() answers again).
   void clear();
@@ -96,7 +93,7 @@ class BusyCgroups {
   // The span compared: the window, but at least two scan periods so that a short grace still
   // has a previous scan to compare with.
   std::chrono::nanoseconds lookback() const;
-  std::vector<BusyShare> rank(const Snapshot& from, const Snapshot& to, std::size_t n) const;
+  std::vector<BusyCgroup> rank(const Snapshot& from, const Snapshot& to, std::size_t n) const;
 
   std::chrono::nanoseconds window_;
   std::string ownCgroup_;

@@ -36,10 +36,10 @@ void addAt(BusyCgroups& busy, std::chrono::seconds at, CgroupCpuScan scan, nanos
   busy.add(kStart + at, nanoseconds(at) * kCpus, own, std::move(scan));
 }
 
-std::string text(const std::vector<BusyShare>& shares) {
+std::string text(const std::vector<BusyCgroup>& shares) {
   std::string out;
-  for (const BusyShare& s : shares)
-    out += fmt::format("{}{} {:.2f}", out.empty() ? "" : ", ", s.cgroup, s.percent);
+  for (const BusyCgroup& s : shares)
+    out += fmt::format("{}{} {:.2f}", out.empty() ? "" : ", ", s.path, s.busyPercent);
   return out;
 }
 
