@@ -55,7 +55,7 @@ nanoseconds BusyCgroups::lookback() const {
 }
 
 bool BusyCgroups::due(TimePoint now) const {
-  return !newest_ || now - newest_->at >= kBusyScanEvery;
+  return !lastTry_ || now - *lastTry_ >= kBusyScanEvery;
 }
 
 void BusyCgroups::add(TimePoint at, nanoseconds machineTotal, nanoseconds ownCpu, CgroupCpuScan scan) {
@@ -63,6 +63,7 @@ void BusyCgroups::add(TimePoint at, nanoseconds machineTotal, nanoseconds ownCpu
   if (newest_ && (anchors_.empty() || newest_->at - anchors_.back().at >= lookback() / kMaxAnchors))
     anchors_.push_back(std::move(*newest_));
   newest_ = Snapshot{at, machineTotal, ownCpu, std::move(scan)};
+  lastTry_ = at;
   while (!anchors_.empty() && at - anchors_.front().at > lookback())
     anchors_.pop_front();
 }
@@ -70,6 +71,7 @@ void BusyCgroups::add(TimePoint at, nanoseconds machineTotal, nanoseconds ownCpu
 void BusyCgroups::clear() {
   anchors_.clear();
   newest_.reset();
+  lastTry_.reset();
 }
 
 std::vector<BusyCgroup> BusyCgroups::top(std::size_t n, TimePoint now) const {

@@ -61,8 +61,13 @@ class BusyCgroups {
   // A new policy's grace. Scans already held are kept.
   void setWindow(std::chrono::nanoseconds window) { window_ = window; }
 
-  // True when a scan should be taken at `now`: none is held, or the newest is kBusyScanEvery old.
+  // True when a scan should be taken at `now`: none was tried yet, or the last try (a scan
+  // added, or failed()) is kBusyScanEvery old.
   bool due(TimePoint now) const;
+
+  // A scan could not be taken at `now` (the cgroup root unreadable, no tree in use): the next
+  // try waits kBusyScanEvery like any other, rather than coming every tick.
+  void failed(TimePoint now) { lastTry_ = now; }
 
   // Adds a scan taken at `at` (not before the newest held). `machineTotal` is the machine's
   // cumulative CPU time, all CPUs, busy and idle (CpuReading::total) read at the same turn;
@@ -101,6 +106,7 @@ class BusyCgroups {
   // scan is held apart from them until the next one arrives.
   std::deque<Snapshot> anchors_;
   std::optional<Snapshot> newest_;
+  std::optional<TimePoint> lastTry_;
 };
 
 }  // namespace reclaimd::controller

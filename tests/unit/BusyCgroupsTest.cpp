@@ -141,6 +141,15 @@ TEST(BusyCgroups, NeedsTwoRecentScans) {
   EXPECT_EQ(text(busy.top(3, kStart + 30s)), "x 1.00");
   busy.clear();
   EXPECT_TRUE(busy.top(3, kStart + 30s).empty());
+  EXPECT_TRUE(busy.due(kStart + 31s));
+}
+
+// A scan that could not be taken is tried again a scan period later, not every tick.
+TEST(BusyCgroups, FailedScanWaitsAPeriodToo) {
+  BusyCgroups busy(120s);
+  busy.failed(kStart);
+  EXPECT_FALSE(busy.due(kStart + 1s));
+  EXPECT_TRUE(busy.due(kStart + kBusyScanEvery));
 }
 
 // reclaimd's own CPU (the scans' included) is not held against the machine, as the idle
