@@ -35,6 +35,9 @@ void Engine::fill(Status& s, TimePoint now, double unixNow, const std::function<
   s.dropcaches = dropcaches_;
   s.compactions = compactions_;
   s.floorRaises = floorRaises_;
+  s.trimmedBytes = trimmed_;
+  s.trimProbes = trimProbes_;
+  s.trimHolds = trimHolds_;
   s.wouldReclaimBytes = wouldReclaim_;
   s.wouldSteps = wouldSteps_;
   if (lastActionAt_) {
@@ -53,6 +56,7 @@ void Engine::fill(Status& s, TimePoint now, double unixNow, const std::function<
     ts.floorBytes = t.floor();
     ts.reclaimableBytes = t.lastReclaimable > t.floor() ? t.lastReclaimable - t.floor() : 0;
     ts.reclaimedBytes = t.reclaimedBytes;
+    ts.trimmedBytes = t.trim.bytes;
     ts.steps = t.steps;
     ts.partial = t.partialSteps;
     ts.writeSeconds = t.writeSeconds;

@@ -83,6 +83,11 @@ void totals(Exposition& e, const Status& s) {
   e.single("reclaimd_dropcache_total", "counter", "drop_caches writes.", s.dropcaches);
   e.single("reclaimd_compactions_total", "counter", "compact_memory writes.", s.compactions);
   e.single("reclaimd_floor_raises_total", "counter", "Floors raised by refault protection.", s.floorRaises);
+  e.single("reclaimd_trimmed_bytes_total", "counter",
+           "Bytes freed by probes of busy targets (trimming; part of reclaimd_reclaimed_bytes_total).", s.trimmedBytes);
+  e.single("reclaimd_trim_probes_total", "counter", "Trim probes written to busy targets.", s.trimProbes);
+  e.single("reclaimd_trim_holds_total", "counter", "Busy targets held where refaults jumped after a probe.",
+           s.trimHolds);
   e.single("reclaimd_would_reclaim_bytes_total", "counter", "Dry run: bytes the steps would have asked for.",
            s.wouldReclaimBytes);
   e.single("reclaimd_would_steps_total", "counter", "Dry run: reclaim steps that would have been written.",

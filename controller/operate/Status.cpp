@@ -98,6 +98,9 @@ std::string formatStatus(const Status& s) {
        fmt::format("{} in {} steps ({} partial, {:.3f}s writing), {} drop_caches, {} compactions, {} floors raised",
                    formatBytes(s.reclaimedBytes), s.steps, s.partial, s.writeSeconds, s.dropcaches, s.compactions,
                    s.floorRaises));
+  if (s.trimProbes > 0)
+    line("trimmed while busy",
+         fmt::format("{} in {} probes, {} held by refaults", formatBytes(s.trimmedBytes), s.trimProbes, s.trimHolds));
   if (s.dryRun) line("would reclaim", fmt::format("{} in {} steps", formatBytes(s.wouldReclaimBytes), s.wouldSteps));
   if (!s.lastAction.empty()) line("last action", s.lastAction);
   for (const ScopeStatus& p : s.pressure) {

@@ -34,6 +34,7 @@ struct TargetStatus {
   std::uint64_t wouldReclaimBytes = 0;          // dry run: what the steps would have asked for
   std::uint64_t wouldSteps = 0;                 // dry run: steps that would have been written
   std::optional<double> lastActionTimestamp{};  // Unix time (s) of the last step, done or (dry run) would-be
+  std::uint64_t trimmedBytes = 0;               // of reclaimedBytes, freed by probes while busy
 };
 
 struct ScopeStatus {
@@ -87,6 +88,11 @@ struct Status {
   std::uint64_t dropcaches = 0;
   std::uint64_t compactions = 0;
   std::uint64_t floorRaises = 0;
+  // Trimming busy targets (part of reclaimedBytes and steps): probes, what they freed, and the
+  // holds refaults put on them.
+  std::uint64_t trimmedBytes = 0;
+  std::uint64_t trimProbes = 0;
+  std::uint64_t trimHolds = 0;
   std::uint64_t wouldReclaimBytes = 0;        // dry run: what the steps would have asked for
   std::uint64_t wouldSteps = 0;               // dry run: steps that would have been written
   std::string lastAction;                     // what was last done (or, dry run, would have been)

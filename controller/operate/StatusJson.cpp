@@ -22,6 +22,7 @@ json target(const TargetStatus& t) {
               {"floor_bytes", t.floorBytes},
               {"reclaimable_bytes", t.reclaimableBytes},
               {"reclaimed_bytes", t.reclaimedBytes},
+              {"trimmed_bytes", t.trimmedBytes},
               {"steps", t.steps},
               {"partial_steps", t.partial},
               {"write_seconds", t.writeSeconds},
@@ -63,6 +64,7 @@ TargetStatus targetFrom(const json& j) {
   get(j, "floor_bytes", t.floorBytes);
   get(j, "reclaimable_bytes", t.reclaimableBytes);
   get(j, "reclaimed_bytes", t.reclaimedBytes);
+  get(j, "trimmed_bytes", t.trimmedBytes);
   get(j, "steps", t.steps);
   get(j, "partial_steps", t.partial);
   get(j, "write_seconds", t.writeSeconds);
@@ -119,6 +121,9 @@ void totalsFrom(const json& j, Status& s) {
   get(j, "dropcaches", s.dropcaches);
   get(j, "compactions", s.compactions);
   get(j, "floor_raises", s.floorRaises);
+  get(j, "trimmed_bytes", s.trimmedBytes);
+  get(j, "trim_probes", s.trimProbes);
+  get(j, "trim_holds", s.trimHolds);
   get(j, "would_reclaim_bytes", s.wouldReclaimBytes);
   get(j, "would_steps", s.wouldSteps);
   get(j, "last_action", s.lastAction);
@@ -173,6 +178,9 @@ std::string formatStatusJson(const Status& s) {
          {"dropcaches", s.dropcaches},
          {"compactions", s.compactions},
          {"floor_raises", s.floorRaises},
+         {"trimmed_bytes", s.trimmedBytes},
+         {"trim_probes", s.trimProbes},
+         {"trim_holds", s.trimHolds},
          {"would_reclaim_bytes", s.wouldReclaimBytes},
          {"would_steps", s.wouldSteps},
          {"last_action", s.lastAction},

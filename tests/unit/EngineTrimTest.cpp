@@ -53,6 +53,11 @@ TEST_F(EngineTrimTest, ABusyMachineIsTrimmedInSmallProbesAfterItsGraceDownToTheF
   EXPECT_NEAR(mib(*named("trim_started")[0].field("busy_for_s")), 120, 1);
   ASSERT_FALSE(named("held").empty());
   EXPECT_EQ(named("held").back().field("trim"), "on") << "why memory is held says trimming goes on";
+  controller::Status st;
+  engine_->fill(st, clock_.now(), 0, [](TimePoint) { return std::string(); });
+  EXPECT_EQ(st.trimProbes, w.size());
+  EXPECT_NEAR(static_cast<double>(st.trimmedBytes) / kMiB, 600 - 128, 1) << "status and metrics count it";
+  EXPECT_EQ(st.trimmedBytes, st.reclaimedBytes);
 }
 
 TEST_F(EngineTrimTest, ProbesKeepTheirIntervalBetweenSamples) {

@@ -74,6 +74,9 @@ Status sample() {
   s.dryRun = true;
   s.wouldReclaimBytes = 64 << 20;
   s.wouldSteps = 2;
+  s.trimmedBytes = 48 * 1024 * 1024;
+  s.trimProbes = 12;
+  s.trimHolds = 1;
   s.lastAction = "would reclaim 32.0 MiB";
   s.lastActionTimestamp = 1764532800.5;
   s.pressure.push_back({"machine", "trigger", false, 3, 1, 0.5});
@@ -94,6 +97,9 @@ TEST(Metrics, Conventions) {
   EXPECT_FALSE(has("percent"));
   EXPECT_TRUE(has("reclaimd_reclaim_starts_in_seconds 37\n"));
   EXPECT_TRUE(has("reclaimd_would_reclaim_bytes_total 67108864\n"));
+  EXPECT_TRUE(has("reclaimd_trimmed_bytes_total 50331648\n"));
+  EXPECT_TRUE(has("reclaimd_trim_probes_total 12\n"));
+  EXPECT_TRUE(has("reclaimd_trim_holds_total 1\n"));
   EXPECT_TRUE(has("reclaimd_last_action_timestamp_seconds 1764532800.5\n"));
   const std::string labels = "{cgroup=\"build.slice/a\\nb\",rule=\"build.slice/**\"}";
   EXPECT_TRUE(has("reclaimd_cgroup_reclaimable_bytes" + labels + " 536870912\n")) << m;
@@ -122,9 +128,11 @@ TEST(Metrics, Conventions) {
 
 TEST(StatusText, WarmupDryRunAndCountdown) {
   const std::string t = formatStatus(sample());
-  for (const char* key : {"version: 0.1.0 (abc123)", "machine: warmup (busy 43.2% so far)", "reclaim starts in: 37s",
-                          "would reclaim: 64MiB in 2 steps", "last action: would reclaim 32.0 MiB",
-                          "target build.slice/a\\x0ab: rule build.slice/**", "reclaimable 512MiB"}) {
+  for (const char* key :
+       {"version: 0.1.0 (abc123)", "machine: warmup (busy 43.2% so far)", "reclaim starts in: 37s",
+        "would reclaim: 64MiB in 2 steps", "trimmed while busy: 48MiB in 12 probes, 1 held by refaults",
+        "last action: would reclaim 32.0 MiB", "target build.slice/a\\x0ab: rule build.slice/**",
+        "reclaimable 512MiB"}) {
     EXPECT_NE(t.find(key), std::string::npos) << key << "\n" << t;
   }
   EXPECT_EQ(t.find("a\nb"), std::string::npos) << "a newline in a cgroup name cannot forge a line";
