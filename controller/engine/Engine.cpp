@@ -258,7 +258,13 @@ void Engine::compacted(const Result<void>& result, nanoseconds took, TimePoint) 
 
 bool Engine::wantsCompaction(std::uint64_t freed) {
   if (!compact_) return false;
-  const bool wanted = freed >= policies::kMinRequestBytes || (verdict_.idle() && !period_.compacted);
+  uncompacted_ += freed;
+  // While the machine is busy (probes, busy neighbours), compaction waits for kCompactAfterBusy
+  // freed: a probe frees a few MiB, compaction walks all of memory in reclaimd's own CPU time
+  // (hundreds of ms under TCG), and the host takes only whole 2 MiB blocks anyway.
+  const std::uint64_t enough = verdict_.idle() ? policies::kMinRequestBytes : kCompactAfterBusy;
+  const bool wanted = uncompacted_ >= enough || (verdict_.idle() && !period_.compacted);
+  if (wanted) uncompacted_ = 0;
   if (!wanted || !setup_.dryRun) return wanted;
   if (!std::exchange(period_.compacted, true)) emit(Severity::Info, "compact").add("dry_run", true);
   return false;

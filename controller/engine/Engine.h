@@ -55,6 +55,8 @@ struct EngineSetup {
 // Refaults that jumped after a probe hold a busy target's cache at its level this long; then
 // probing starts again (a working set changes; the probe finds the new one).
 inline constexpr std::chrono::minutes kTrimHold{30};
+// While the machine is busy, free memory is compacted once this much has been freed since.
+inline constexpr std::uint64_t kCompactAfterBusy = 64ULL << 20;
 
 struct PlannedShare {
   std::uint32_t target = 0;
@@ -221,7 +223,8 @@ class Engine {
   // The same, over time: how much of a window's stall reclaimd's own writes account for. Its
   // span covers the longest window the kernel takes (10 s).
   psi::Meter ownMeter_{std::chrono::seconds(11)};
-  double overshoot_ = 0;  // freed per byte asked, learned from the kernel (ReclaimStep.h)
+  double overshoot_ = 0;           // freed per byte asked, learned from the kernel (ReclaimStep.h)
+  std::uint64_t uncompacted_ = 0;  // freed since the last compaction
 
   // Totals since start (targets that went away included).
   std::uint64_t reclaimed_ = 0, steps_ = 0, partial_ = 0, wouldReclaim_ = 0, wouldSteps_ = 0;
