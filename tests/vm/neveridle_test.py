@@ -5,7 +5,7 @@ Time scale 12x: trim.interval 500ms against Senpai's 6 s, so a scaled minute is 
 "within 15 minutes" is 75 s after reclaimd starts, "after the first two minutes" 10 s after it,
 and the idle grace is 10 s (the default 2m scaled). Policy: the default (gradual, the 128 MiB
 machine floor, no rules, trimming on by default) with only idle.grace and trim.interval scaled.
-A background process burns 10 ms a second (with its `sleep` forks, 1-5 % of the vCPU) for the
+A background process burns 20 ms a second (1-5 % of the vCPU; it waits with builtins) for the
 whole phase; work.slice leaves 400 MiB of cold cache (read once) and keeps re-reading a 32 MiB
 hot set every second.
 Phase "apart": the background process in bg.slice; "together": in work.slice with the cache.
