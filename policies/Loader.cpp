@@ -132,6 +132,7 @@ void readRuleKeys(Reader& r, const YAML::Node& node, const std::string& path, co
   const Limits threshold = limitsOf("idle.threshold_percent");
   r.percent(node, path, "threshold_percent", rule.idle.thresholdPercent, threshold.min, threshold.max);
   r.duration(node, path, "interval", rule.idle.interval, minSpan("idle.interval"), maxSpan("idle.interval"));
+  r.boolean(node, path, "trim", rule.trim);
   if (node["pressure"] && r.checkMap(node["pressure"], path + ".pressure", {"stall", "window"})) {
     rule.pressureStall = base.pressure.stall;
     rule.pressureWindow = base.pressure.window;
@@ -149,7 +150,7 @@ void readRule(Reader& r, const YAML::Node& node, const std::string& path, Policy
   if (!node.IsMap()) return r.fail(node, path, "expected a rule: a mapping with at least \"match\"");
   if (!r.checkMap(node, path,
                   {"match", "mode", "floor", "step_min", "step_max", "step_divisor", "idle_source", "grace",
-                   "threshold_percent", "interval", "pressure"})) {
+                   "threshold_percent", "interval", "pressure", "trim"})) {
     return;
   }
   Rule rule;
@@ -160,6 +161,7 @@ void readRule(Reader& r, const YAML::Node& node, const std::string& path, Policy
   rule.stepMax = policy.reclaim.stepMax;
   rule.stepDivisor = policy.reclaim.stepDivisor;
   rule.idle = policy.idle;
+  rule.trim = policy.trim.enabled;
   bool havePattern = false;
   r.with(node, path, "match", [&](const YAML::Node& v, const std::string& full) {
     auto pattern = Pattern::parse(v.Scalar());
@@ -186,9 +188,9 @@ void readRule(Reader& r, const YAML::Node& node, const std::string& path, Policy
 
 // Reads the machine-wide sections of one file onto `policy`: a later file overrides key by key.
 void readSettings(Reader& r, YAML::Node root, Policy& policy) {  // non-const: absent keys read as undefined
-  if (!r.checkMap(root, "", {"mode", "idle", "reclaim", "pressure", "rules"}) || !root.IsMap()) return;
+  if (!r.checkMap(root, "", {"mode", "idle", "reclaim", "pressure", "trim", "rules"}) || !root.IsMap()) return;
   readKey(r, root, "", *findKey("mode"), policy);
-  for (const char* section : {"idle", "reclaim", "pressure"})
+  for (const char* section : {"idle", "reclaim", "pressure", "trim"})
     readSection(r, root[section], section, policy);
 }
 

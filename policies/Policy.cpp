@@ -48,6 +48,7 @@ Governance Policy::governance(int rule, bool atRoot) const {
   g.steps = reclaim;
   g.idle = idle;
   g.pressure = pressure;
+  g.trim = trim;
   if (rule < 0) {
     g.mode = mode;
     g.floor = atRoot ? reclaim.floor : reclaim.cgroupFloor;
@@ -63,6 +64,7 @@ Governance Policy::governance(int rule, bool atRoot) const {
   g.idle = r.idle;
   if (r.pressureStall.count() > 0) g.pressure.stall = r.pressureStall;
   if (r.pressureWindow.count() > 0) g.pressure.window = r.pressureWindow;
+  g.trim.enabled = r.trim;
   return g;
 }
 

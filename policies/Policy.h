@@ -84,6 +84,20 @@ struct PressureSettings {
   std::chrono::milliseconds refaultWindow = 10s;
 };
 
+struct TrimSettings {
+  // Return cold cache while the work goes on: a target that is busy (not idle) gets small
+  // memory.reclaim probes, as Meta's Senpai gives about 1 % of a cgroup every 6 s, stopped by
+  // pressure and by refaults (the cache the work uses comes back: the probe has reached it).
+  // false: the seed's behaviour, reclaim only when idle.
+  bool enabled = true;
+  // One probe per target per interval: Senpai's 6 s.
+  std::chrono::milliseconds interval = 6s;
+  // Of the target's reclaimable file cache, per probe.
+  double percent = 1;
+  // At least this much per probe: 1 % of a small cgroup is lost in the kernel's batches.
+  std::uint64_t minStep = 4 * kMiB;
+};
+
 // Whose CPU time decides that a cgroup is idle.
 enum class IdleSource {
   System,  // the machine's (/proc/stat), as judged by the machine-wide detector
@@ -107,6 +121,7 @@ struct Rule {
   IdleSource idleSource = IdleSource::System;
   IdleSettings idle;
   std::chrono::milliseconds pressureStall{0}, pressureWindow{0};  // the machine's when not set
+  bool trim = true;  // trim.enabled for its cgroups (the machine's when not set)
 };
 
 // What governs one reclaim target: a rule, or the machine-wide settings.
@@ -118,6 +133,7 @@ struct Governance {
   IdleSource idleSource = IdleSource::System;
   IdleSettings idle;
   PressureSettings pressure;
+  TrimSettings trim;
 };
 
 struct Policy {
@@ -125,6 +141,7 @@ struct Policy {
   IdleSettings idle;
   ReclaimSettings reclaim;
   PressureSettings pressure;
+  TrimSettings trim;
   std::vector<Rule> rules;
   // The files it was read from, for messages: the main file, then its drop-ins in order.
   std::vector<std::string> files;

@@ -52,10 +52,16 @@ struct EngineSetup {
   std::string ownCgroup;  // reclaimd's cgroup (relative), so its CPU is not held against a target
 };
 
+// Refaults that jumped after a probe hold a busy target's cache at its level this long; then
+// probing starts again (a working set changes; the probe finds the new one).
+inline constexpr std::chrono::minutes kTrimHold{30};
+
 struct PlannedShare {
   std::uint32_t target = 0;
   std::uint64_t bytes = 0;  // at most this much asked in this step
   std::uint64_t known = 0;  // the target's reclaimable bytes, measured this turn
+  bool trim = false;        // a probe of a busy target, not an idle target's step
+  std::uint64_t floor = 0;  // where this step stops (a probe's floor may be held higher)
 };
 
 struct Plan {
@@ -157,7 +163,7 @@ class Engine {
   void adopt(std::vector<TargetState>& next, const std::unordered_map<std::string, std::size_t>& old, std::string path,
              std::uint64_t inode, policies::Governance gov, TimePoint now);
   void sampleCgroupCpu(TimePoint now, Sensors& in);
-  void judgeTargets();
+  void judgeTargets(TimePoint now);
   void measureTargets(TimePoint now, Sensors& in, const proc::Meminfo& mem);
   void targetGone(TargetState& t);
   void readFailed(TargetState& t, const Error& error);
@@ -165,10 +171,17 @@ class Engine {
 
   // EngineGradual.cpp: the pass.
   void gradualTurn(TimePoint now, Sensors& in, Plan& plan);
-  std::vector<PlannedShare> planPass(const proc::Meminfo& mem) const;
+  std::vector<PlannedShare> planPass(const proc::Meminfo& mem, TimePoint now) const;
   void dryRunShares(const std::vector<PlannedShare>& shares, TimePoint now);
   void settleStep(TargetState& t, const StepOutcome& step, bool pressed, TimePoint now);
   void fallBack();
+
+  // EngineTrim.cpp: probing busy targets' cold cache.
+  void judgeTrim(TargetState& t, TimePoint now);
+  bool trimDue(const TargetState& t, TimePoint now) const;
+  void planTrims(const proc::Meminfo& mem, TimePoint now, std::uint64_t used, std::vector<PlannedShare>& out) const;
+  void scheduleTrims(TimePoint now);
+  void holdTrim(TargetState& t, const RefaultJump& jump, TimePoint now);
 
   // EnginePressure.cpp: scopes, totals, backoff, refaults.
   void ensureScope(TargetState& t);
@@ -210,6 +223,7 @@ class Engine {
 
   // Totals since start (targets that went away included).
   std::uint64_t reclaimed_ = 0, steps_ = 0, partial_ = 0, wouldReclaim_ = 0, wouldSteps_ = 0;
+  std::uint64_t trimmed_ = 0, trimProbes_ = 0, trimHolds_ = 0;
   double writeSeconds_ = 0;
   std::uint64_t dropcaches_ = 0, compactions_ = 0, floorRaises_ = 0, idlePeriods_ = 0;
   std::string lastAction_;

@@ -14,19 +14,22 @@ using namespace std::chrono;
 void Engine::gradualTurn(TimePoint now, Sensors& in, Plan& plan) {
   ensureTargets(now, in, false);
   sampleCgroupCpu(now, in);
-  judgeTargets();
+  judgeTargets(now);
   for (TargetState& t : targets_) {
-    if (t.active()) ensureScope(t);
+    if (t.active() || trimDue(t, now)) ensureScope(t);
     if (!t.scope) continue;
     if ((t.active() && t.scope->watch() == Watch::Polling) || t.scope->backoff().active())
       samplePressure(*t.scope, t.id, now, in);
   }
-  const bool work = std::any_of(targets_.begin(), targets_.end(),
-                                [](const TargetState& t) { return t.active() || t.refaults.watching(); });
+  const bool trims =
+      std::any_of(targets_.begin(), targets_.end(), [&](const TargetState& t) { return trimDue(t, now); });
+  const bool work = trims || std::any_of(targets_.begin(), targets_.end(),
+                                         [](const TargetState& t) { return t.active() || t.refaults.watching(); });
   if (!work) return;
   // At the floors with nothing to watch, the cache is looked at again only every
   // kRecheckAtFloor: a quiet tick reads /proc/stat alone.
-  if (restUntil_ && now < *restUntil_ && std::none_of(targets_.begin(), targets_.end(), [](const TargetState& t) {
+  if (!trims && restUntil_ && now < *restUntil_ &&
+      std::none_of(targets_.begin(), targets_.end(), [](const TargetState& t) {
         return t.refaults.watching() || (t.scope && t.scope->backoff().active());
       }))
     return;
@@ -37,22 +40,23 @@ void Engine::gradualTurn(TimePoint now, Sensors& in, Plan& plan) {
     return;
   }
   measureTargets(now, in, *mem);
-  std::vector<PlannedShare> shares = planPass(*mem);
+  std::vector<PlannedShare> shares = planPass(*mem, now);
   // About to write: the decomposition must be from this turn, so a cgroup created since the
   // last walk under a target with another rule is never reclaimed through its parent. Only
   // when there is something to write: at the floors, idle ticks cost no walk.
   if (!shares.empty() && !policy_.rules.empty() && lastWalk_ != now) {
     if (!walk(now, in)) return;  // without a fresh walk nothing is written
-    judgeTargets();
+    judgeTargets(now);
     measureTargets(now, in, *mem);
-    shares = planPass(*mem);
+    shares = planPass(*mem, now);
   }
+  scheduleTrims(now);
   if (shares.empty()) {
     // Nothing to write because everything is at its floor (not because a backoff holds it).
     const bool backedOff = (machineScope_ && machineScope_->backoff().active()) ||
                            std::any_of(targets_.begin(), targets_.end(),
                                        [](const TargetState& t) { return t.scope && t.scope->backoff().active(); });
-    if (!backedOff) restUntil_ = now + kRecheckAtFloor;
+    if (!backedOff && !trims) restUntil_ = now + kRecheckAtFloor;
     return;
   }
   if (setup_.dryRun) {
@@ -62,7 +66,7 @@ void Engine::gradualTurn(TimePoint now, Sensors& in, Plan& plan) {
   plan.shares = std::move(shares);
 }
 
-std::vector<PlannedShare> Engine::planPass(const proc::Meminfo& mem) const {
+std::vector<PlannedShare> Engine::planPass(const proc::Meminfo& mem, TimePoint now) const {
   const Scope* machine = machineScope_ ? &*machineScope_ : nullptr;
   if (machine && machine->backoff().active()) return {};
   const double machineScale = machine ? machine->backoff().scale() : 1.0;
@@ -90,10 +94,13 @@ std::vector<PlannedShare> Engine::planPass(const proc::Meminfo& mem) const {
                                    scaled(policies::stepBytes(mem.memTotal, t.gov.steps), scale)});
   }
   std::vector<PlannedShare> out;
+  std::uint64_t used = 0;
   for (const Share& s : shareBudget(std::move(candidates), budget, policies::kMinRequestBytes)) {
     const TargetState& t = targets_[static_cast<std::size_t>(s.target)];
-    out.push_back(PlannedShare{t.id, s.bytes, t.measured->reclaimable});
+    out.push_back(PlannedShare{t.id, s.bytes, t.measured->reclaimable, false, t.floor()});
+    used += s.bytes;
   }
+  planTrims(mem, now, used, out);
   return out;
 }
 
@@ -103,11 +110,13 @@ void Engine::dryRunShares(const std::vector<PlannedShare>& shares, TimePoint now
     emit(Severity::Info, "reclaim_step")
         .add("cgroup", t.label())
         .add("rule", t.rule())
+        .add("kind", share.trim ? "trim" : "idle")
         .add("dry_run", true)
         .mib("asked_mib", share.bytes)
         .mib("reclaimable_mib", share.known)
-        .mib("floor_mib", t.floor());
-    t.period.stalledAt = share.known;  // a dry run frees nothing: do not repeat each tick
+        .mib("floor_mib", share.floor);
+    // A dry run frees nothing: do not repeat each tick (a probe waits for its interval anyway).
+    if (!share.trim) t.period.stalledAt = share.known;
     t.wouldReclaimBytes += share.bytes;
     ++t.wouldSteps;
     wouldReclaim_ += share.bytes;
@@ -118,7 +127,8 @@ void Engine::dryRunShares(const std::vector<PlannedShare>& shares, TimePoint now
 
 StepLimits Engine::limitsFor(const PlannedShare& share, nanoseconds budget) const {
   const TargetState* t = target(share.target);
-  return StepLimits{share.bytes, t ? t->floor() : share.known, policy_.reclaim.chunk, budget, overshoot_};
+  const std::uint64_t floor = !t ? share.known : share.trim ? share.floor : t->floor();
+  return StepLimits{share.bytes, floor, policy_.reclaim.chunk, budget, overshoot_};
 }
 
 void Engine::chunkWritten(std::uint32_t id, std::uint64_t asked, const cgroup::ReclaimWrite& w, std::int64_t freed,
@@ -149,6 +159,7 @@ StepFollowUp Engine::stepEnded(const PlannedShare& share, const StepOutcome& ste
   Event& e = emit(step.status == cgroup::ReclaimStatus::Failed ? Severity::Error : Severity::Info, "reclaim_step");
   e.add("cgroup", t->label())
       .add("rule", t->rule())
+      .add("kind", share.trim ? "trim" : "idle")
       .mib("asked_mib", share.bytes)
       .mib("requested_mib", step.requestedBytes)
       .mibSigned("freed_mib", step.freed())
@@ -160,7 +171,15 @@ StepFollowUp Engine::stepEnded(const PlannedShare& share, const StepOutcome& ste
       .add("errno", step.err)
       .mib("reclaimable_before_mib", step.before)
       .mib("reclaimable_after_mib", step.after)
-      .mib("floor_mib", t->floor());
+      .mib("floor_mib", share.trim ? share.floor : t->floor());
+  if (share.trim && step.freed() > 0) {
+    t->trim.bytes += static_cast<std::uint64_t>(step.freed());
+    trimmed_ += static_cast<std::uint64_t>(step.freed());
+  }
+  if (share.trim) {
+    ++t->trim.probes;
+    ++trimProbes_;
+  }
   switch (step.status) {
     case cgroup::ReclaimStatus::Done:
     case cgroup::ReclaimStatus::Interrupted:

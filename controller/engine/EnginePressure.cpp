@@ -149,6 +149,8 @@ void Engine::checkRefaults(TargetState& t, TimePoint now) {
   if (!t.measured || !t.gov.pressure.enabled) return;
   auto jump = t.refaults.check(now, t.measured->refaults);
   if (!jump) return;
+  // A busy target's watch follows a probe: hold its cache where the work showed it reads it.
+  if (!t.inPeriod) return holdTrim(t, *jump, now);
   const std::uint64_t raised = std::max(t.measured->reclaimable, t.gov.floor);
   t.period.raisedFloor = std::max(raised, t.period.raisedFloor.value_or(0));
   ++floorRaises_;

@@ -148,7 +148,7 @@ bool keepsPeriod(const IdleVerdict& v) {
 
 }  // namespace
 
-void Engine::judgeTargets() {
+void Engine::judgeTargets(TimePoint now) {
   const bool announce = !policy_.rules.empty();  // without rules the root mirrors the machine
   for (TargetState& t : targets_) {
     const IdleVerdict* sys = t.usesSystemCpu() ? &systemVerdict(t.gov.idle) : nullptr;
@@ -165,14 +165,15 @@ void Engine::judgeTargets() {
     if (!keep) t.period = PeriodState{};
     t.idle = idle;
     t.inPeriod = keep;
+    judgeTrim(t, now);
   }
 }
 
 void Engine::measureTargets(TimePoint now, Sensors& in, const proc::Meminfo& mem) {
   // The machine's refaults (/proc/vmstat) only when the root is measured: they keep its
   // pre-step rate current and feed its refault watch.
-  const bool rootMeasured = std::any_of(targets_.begin(), targets_.end(), [](const TargetState& t) {
-    return t.isRoot() && t.gov.pressure.enabled && (t.active() || t.refaults.watching());
+  const bool rootMeasured = std::any_of(targets_.begin(), targets_.end(), [&](const TargetState& t) {
+    return t.isRoot() && t.gov.pressure.enabled && (t.active() || t.refaults.watching() || trimDue(t, now));
   });
   machineRefaults_.reset();
   if (rootMeasured) {
@@ -182,7 +183,7 @@ void Engine::measureTargets(TimePoint now, Sensors& in, const proc::Meminfo& mem
     t.measured.reset();
     // A target whose step is being watched for refaults is measured even when it is no longer
     // idle: the work coming back is exactly what the watch is for.
-    if (t.gone || !(t.active() || t.refaults.watching())) continue;
+    if (t.gone || !(t.active() || t.refaults.watching() || trimDue(t, now))) continue;
     if (t.isRoot()) {
       t.measured = MemoryReading{mem.reclaimable(), machineRefaults_.value_or(0)};
       t.lastReclaimable = mem.reclaimable();

@@ -21,6 +21,21 @@
 
 namespace reclaimd::controller {
 
+// Trimming a busy target (policies::TrimSettings): when it may start, when the next probe is
+// due, and how low the refaults let it go.
+struct TrimState {
+  std::optional<TimePoint> busySince;  // its window (or warm-up so far) over the threshold since
+  bool working = false;                // its current interval is over the threshold too
+  bool baselined = false;              // refaults read once before the first probe: a rate to judge by
+  TimePoint next{};                    // the next probe
+  // Refaults jumped after a probe: the work uses the cache at this level. Probes stop above
+  // it until heldUntil.
+  std::uint64_t heldFloor = 0;
+  TimePoint heldUntil{};
+  std::uint64_t bytes = 0;   // freed by probes, in total
+  std::uint64_t probes = 0;  // probes written
+};
+
 struct TargetState {
   std::uint32_t id = 0;  // unique for the daemon's life; also the id of its pressure scope
   std::string path;      // relative; "" is the root
@@ -36,6 +51,7 @@ struct TargetState {
   // Pressure in its own memory.pressure (not for the root: the machine's scope covers it).
   std::optional<Scope> scope;
   RefaultGuard refaults;
+  TrimState trim;
   std::optional<MemoryReading> measured;  // this turn's reading, when taken
   bool gone = false;                      // its files were found gone: dropped at the next walk
 
@@ -50,6 +66,10 @@ struct TargetState {
   std::optional<TimePoint> lastActionAt;
 
   std::uint64_t floor() const { return std::max(gov.floor, period.raisedFloor.value_or(0)); }
+  // A probe's floor: the target's, or higher where refaults showed the work's cache.
+  std::uint64_t trimFloor(TimePoint now) const {
+    return now < trim.heldUntil ? std::max(floor(), trim.heldFloor) : floor();
+  }
   bool isRoot() const { return path.empty(); }
   std::string label() const { return path.empty() ? "/" : path; }
   std::string rule() const { return gov.rule < 0 ? "machine" : std::to_string(gov.rule + 1); }

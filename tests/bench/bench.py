@@ -85,8 +85,9 @@ CONFIGS = {
     "none": Config("no controller", None),
     "dropcache": Config("dropcache", lambda g: ["mode: dropcache"] + _idle_keys(g)),
     "gradual": Config("gradual (default policy)", lambda g: ["mode: gradual"] + _idle_keys(g)),
+    # the seed exactly: its fixed ticks, and reclaim only when idle (no trimming while busy)
     "seed-gradual": Config("gradual, WSL's fixed 10 s ticks", lambda g: [
-        "mode: gradual", "idle:", f"  grace: {_dur(g)}"] + _seed_timing(g)),
+        "mode: gradual", "idle:", f"  grace: {_dur(g)}"] + _seed_timing(g) + ["trim:", "  enabled: false"]),
     # WSL before PR 41096 dropped the cache after about ten minutes idle (judged on user CPU
     # time only, which this does not imitate): the seed's "existing DropCache" baseline
     "old-dropcache": Config("dropcache after a 10-minute grace (WSL before the seed)",

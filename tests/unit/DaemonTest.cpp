@@ -43,7 +43,7 @@ TEST_F(DaemonTest, GradualReclaimsInChunksAfterGraceAndCompacts) {
 TEST_F(DaemonTest, DryRunWritesNothing) {
   FakeMachine machine(fx_);
   auto d = start({"--dry-run"});
-  ASSERT_TRUE(waitLog("event=reclaim_step cgroup=/ rule=machine dry_run=true")) << log();
+  ASSERT_TRUE(waitLog("event=reclaim_step cgroup=/ rule=machine kind=idle dry_run=true")) << log();
   ASSERT_TRUE(waitLog("event=compact dry_run=true")) << log();
   EXPECT_EQ(fx_.read("cg/memory.reclaim"), "0 swappiness=0");
   EXPECT_EQ(fx_.read("proc/sys/vm/compact_memory"), "");

@@ -59,16 +59,6 @@ TEST_F(EngineTest, ChunkLinesArePublishedWhileTheStepRuns) {
   EXPECT_EQ(chunksSaidBefore[2], 2u);
 }
 
-TEST_F(EngineTest, BusyMachineIsNeverReclaimed) {
-  sim_.addCgroup("work", 600 * kMiB);
-  sim_.setMachineBusy(0.2);  // 10 % of two CPUs
-  start();
-  run(10min);
-  EXPECT_TRUE(sim_.writes().empty());
-  sim_.setMachineBusy(0);
-  EXPECT_TRUE(runUntil([&] { return !sim_.writes().empty(); }, 3min)) << "reclaimed once the work stops";
-}
-
 // Idle entered -> pass -> backoff -> calm -> halved step -> doubled back, as one table: each
 // row is what the machine does for a while and what the steps asked must be afterwards.
 TEST_F(EngineTest, PressureBacksOffThenResumesWithAHalvedStepThatDoublesBack) {
@@ -122,7 +112,8 @@ TEST_F(EngineTest, AfterACgroupsCalmPeriodStaleMachineStallIsNotPressure) {
   // The workload stalls the cgroup; its trigger fires and it backs off.
   sim_.cgroup("work.slice").stallShare = 0.4;
   run(1s);
-  for (const auto& t : engine_->targets()) sim_.pressureEvent(t.id);
+  for (const auto& t : engine_->targets())
+    sim_.pressureEvent(t.id);
   ASSERT_TRUE(runUntil([&] { return count("backoff") >= 1; }, 5s));
   // While nothing is written the machine's stall grows (no event: its trigger is not asked
   // about here), then the workload ends.

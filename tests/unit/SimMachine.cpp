@@ -72,6 +72,10 @@ void SimMachine::advance() {
   for (auto& [path, c] : cgroups_) {
     c.usage += nanoseconds(static_cast<std::int64_t>(static_cast<double>(d.count()) * c.cpuShare));
     c.stallUsec += static_cast<std::uint64_t>(c.stallShare * seconds * 1e6);
+    if (c.file < c.hot) {
+      c.refaults += (c.hot - c.file) / 4096;
+      c.file = c.hot;
+    }
   }
 }
 

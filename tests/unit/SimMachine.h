@@ -37,7 +37,10 @@ struct SimCgroup {
   std::uint64_t inode = 0;
   std::uint64_t file = 0;      // reclaimable file cache, bytes (own, not the subtree's)
   std::uint64_t refaults = 0;  // workingset_refault_file, pages (own)
-  double cpuShare = 0;         // CPUs busy (0.25 = a quarter of one CPU)
+  // The work's hot set: cache it keeps reading. Taken below it, the cache is read back from
+  // disk at once (refaults), as a workload re-reading its files would.
+  std::uint64_t hot = 0;
+  double cpuShare = 0;  // CPUs busy (0.25 = a quarter of one CPU)
   std::chrono::nanoseconds usage{0};
   std::uint64_t stallUsec = 0;  // memory.pressure some total
   double stallShare = 0;        // stall per wall time

@@ -1,0 +1,104 @@
+// Trimming: cold cache returned from targets that never go idle.
+//
+// A machine running an editor's language server, an agent's CLI or Docker's engine stays over the
+// idle threshold around the clock, and the seed's reclaim never starts there. Its cache is mostly
+// cold: files read once by work that ended long ago. A busy target is therefore probed, as Meta's
+// Senpai probes its fleet: every trim.interval a small memory.reclaim request (trim.percent of its
+// cache, at least trim.min_step). The kernel takes the coldest pages first (the inactive list's
+// tail, or MGLRU's oldest generation), so probes eat the cold cache and reach the working set
+// last. That moment shows as refaults: pages the work reads back from disk beyond its rate before
+// the probe. Then the target's cache is held at that level (kTrimHold), and PSI pressure stops
+// probes as it stops steps. Probes never go below the target's floor.
+//
+// A probe starts only when the target has been busy for a whole grace period and works in the
+// current interval: a user who paused, or work that just ended, keeps a warm cache exactly as the
+// seed promises (the grace period before reclaim is unchanged for a machine that goes idle).
+#include <algorithm>
+
+#include "base/Units.h"
+#include "controller/engine/Engine.h"
+#include "policies/Step.h"
+
+namespace reclaimd::controller {
+
+using namespace std::chrono;
+
+namespace {
+
+bool busy(const IdleVerdict* v, double threshold) {
+  if (!v) return false;
+  return v->state == IdleState::Busy || (v->state == IdleState::Warmup && v->intervalPercent > threshold);
+}
+
+bool working(const IdleVerdict* v, double threshold) {
+  return v && v->intervalPercent > threshold;
+}
+
+}  // namespace
+
+void Engine::judgeTrim(TargetState& t, TimePoint now) {
+  const IdleVerdict* sys = t.usesSystemCpu() ? &systemVerdict(t.gov.idle) : nullptr;
+  const IdleVerdict* own = t.usesCgroupCpu() && t.cpuIdle ? &t.cpuVerdict : nullptr;
+  const double threshold = t.gov.idle.thresholdPercent;
+  if (t.inPeriod || !(busy(sys, threshold) || busy(own, threshold))) {
+    t.trim.busySince.reset();
+    t.trim.working = false;
+    t.trim.baselined = false;
+    return;
+  }
+  if (!t.trim.busySince) t.trim.busySince = now;
+  t.trim.working = working(sys, threshold) || working(own, threshold);
+}
+
+bool Engine::trimDue(const TargetState& t, TimePoint now) const {
+  return t.gov.trim.enabled && t.gov.mode == policies::Mode::Gradual && !t.gone && !t.idle && t.trim.working &&
+         t.trim.busySince && now - *t.trim.busySince >= t.gov.idle.grace && now >= t.trim.next;
+}
+
+// Probes for the busy targets due one, after `used` bytes of the machine's room went to idle
+// targets' steps. A target's first due turn only reads its refaults: a probe needs a rate before
+// it to be judged by.
+void Engine::planTrims(const proc::Meminfo& mem, TimePoint now, std::uint64_t used,
+                       std::vector<PlannedShare>& out) const {
+  if (machineScope_ && machineScope_->backoff().active()) return;
+  const std::uint64_t floor = policy_.reclaim.floor;
+  std::uint64_t room = mem.reclaimable() > floor ? mem.reclaimable() - floor : 0;
+  room -= std::min(room, used);
+  for (const TargetState& t : targets_) {
+    if (!trimDue(t, now) || !t.measured || !t.trim.baselined) continue;
+    if (t.scope && t.scope->backoff().active()) continue;
+    const std::uint64_t reclaimable = t.measured->reclaimable;
+    const std::uint64_t keep = t.trimFloor(now);
+    if (reclaimable <= keep) continue;
+    const auto share = static_cast<std::uint64_t>(static_cast<double>(reclaimable) * t.gov.trim.percent / 100.0);
+    const std::uint64_t bytes = std::min({std::max(share, t.gov.trim.minStep), reclaimable - keep, room});
+    if (bytes < policies::kMinRequestBytes) continue;
+    room -= bytes;
+    out.push_back(PlannedShare{t.id, bytes, reclaimable, true, keep});
+  }
+}
+
+void Engine::scheduleTrims(TimePoint now) {
+  for (TargetState& t : targets_) {
+    if (!trimDue(t, now) || !t.measured) continue;
+    t.trim.baselined = true;
+    t.trim.next = now + t.gov.trim.interval;
+  }
+}
+
+// Refaults jumped after a probe: the probe reached cache the work uses.
+void Engine::holdTrim(TargetState& t, const RefaultJump& jump, TimePoint now) {
+  t.trim.heldFloor = std::max(t.measured->reclaimable, t.floor());
+  t.trim.heldUntil = now + kTrimHold;
+  ++trimHolds_;
+  emit(Severity::Info, "trim_held")
+      .add("cgroup", t.label())
+      .mib("held_mib", t.trim.heldFloor)
+      .add("for_s", duration<double>(kTrimHold).count(), 0)
+      .add("reason", "refaults jumped after a probe: the work reads this cache")
+      .add("excess_pages", jump.excessPages)
+      .add("rate_before_pps", jump.rateBefore, 1)
+      .add("rate_after_pps", jump.rateAfter, 1);
+}
+
+}  // namespace reclaimd::controller

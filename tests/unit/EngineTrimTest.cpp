@@ -1,0 +1,170 @@
+// Trimming (issue 11): cold cache returned from targets that never go idle, in small probes that
+// refaults and pressure stop, without touching the grace period of a machine that goes idle.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "tests/unit/EngineHarness.h"
+
+namespace reclaimd::testing {
+namespace {
+
+using namespace std::chrono_literals;
+using controller::kMachineScope;
+
+class EngineTrimTest : public EngineHarness {
+ protected:
+  // The lowest cache `path`'s subtree is left with by any write, checked before each write.
+  void watchLowest(const std::string& path) {
+    sim_.beforeWrite = [this, path](const std::string& p, std::uint64_t) {
+      if (p == path) lowestAsked_ = std::min(lowestAsked_, sim_.subtreeFile(path));
+    };
+  }
+  std::vector<Event> trims() const {
+    std::vector<Event> out;
+    for (const Event& e : named("reclaim_step"))
+      if (e.field("kind") == "trim") out.push_back(e);
+    return out;
+  }
+  std::uint64_t lowestAsked_ = ~std::uint64_t{0};
+};
+
+TEST_F(EngineTrimTest, ABusyMachineIsTrimmedInSmallProbesAfterItsGraceDownToTheFloor) {
+  sim_.addCgroup("work", 600 * kMiB);
+  sim_.setMachineBusy(0.04);  // 2 % of two CPUs: an editor, an agent's CLI, Docker's engine
+  start();
+  run(2min);
+  EXPECT_TRUE(sim_.writes().empty()) << "busy for less than a grace period: nothing";
+  ASSERT_TRUE(runUntil([&] { return !sim_.writes().empty(); }, 15s)) << "probes start after the grace";
+  const std::size_t first = 0;
+  run(15min);
+  const auto w = writesSince(first);
+  ASSERT_GE(w.size(), 20u);
+  for (std::size_t i = 1; i < w.size(); ++i)
+    EXPECT_GE(w[i].at - w[i - 1].at, 6s) << "one probe per interval";
+  // 1 % of at most 600 MiB, or the 4 MiB minimum.
+  for (const Write& x : w)
+    EXPECT_LE(x.bytes, 6 * kMiB + kMiB / 2);
+  EXPECT_NEAR(static_cast<double>(sim_.subtreeFile("")) / kMiB, 128, 1) << "down to the floor in 15 minutes";
+  for (const Event& e : trims())
+    EXPECT_GE(mib(*e.field("reclaimable_after_mib")), 127.9) << "never below the floor";
+  EXPECT_EQ(count("idle_entered"), 0u) << "the machine itself never went idle";
+}
+
+TEST_F(EngineTrimTest, RefaultsAfterAProbeHoldTheCacheTheWorkReads) {
+  sim_.addCgroup("work", 600 * kMiB);
+  sim_.cgroup("work").hot = 300 * kMiB;  // read again and again: above the 128 MiB floor
+  sim_.setMachineBusy(0.04);
+  start();
+  ASSERT_TRUE(runUntil([&] { return count("trim_held") > 0; }, 20min)) << "the probes reach the hot set";
+  const auto held = named("trim_held");
+  EXPECT_NEAR(mib(*held[0].field("held_mib")), 300, 8) << "held where the work's reads showed";
+  const std::uint64_t refaults = sim_.cgroup("work").refaults;
+  const std::size_t writes = sim_.writes().size();
+  run(25min);
+  EXPECT_EQ(sim_.writes().size(), writes) << "no probe while held (cache at the held level)";
+  EXPECT_EQ(sim_.cgroup("work").refaults, refaults) << "the hot set is no longer read back from disk";
+  EXPECT_EQ(count("backoff"), 0u);
+}
+
+TEST_F(EngineTrimTest, ColdCacheAboveTheHeldLevelIsStillTrimmed) {
+  sim_.addCgroup("work", 600 * kMiB);
+  sim_.cgroup("work").hot = 300 * kMiB;
+  sim_.setMachineBusy(0.04);
+  start();
+  ASSERT_TRUE(runUntil([&] { return count("trim_held") > 0; }, 20min));
+  sim_.cgroup("work").file += 200 * kMiB;  // the work reads other files once
+  run(10min);
+  EXPECT_LE(static_cast<double>(sim_.subtreeFile("")) / kMiB, 320) << "back down to about the held level";
+  EXPECT_GE(static_cast<double>(sim_.subtreeFile("")) / kMiB, 300);
+}
+
+TEST_F(EngineTrimTest, AUserWhoPausedKeepsAWarmCacheForTheWholeGrace) {
+  sim_.addCgroup("work", 2000 * kMiB);
+  sim_.setMachineBusy(0.2);
+  start();
+  run(5min);  // long enough to be trimmed
+  ASSERT_FALSE(trims().empty());
+  sim_.setMachineBusy(0);
+  run(11s);  // the current interval (10 s) empties
+  const std::size_t quiet = sim_.writes().size();
+  // 10 % busy until the pause: the 2-minute window is under 0.5 % once the busy part is under
+  // 6 s of it, 114 s into the pause (the window's slack), when the idle period begins.
+  run(100s);
+  EXPECT_EQ(sim_.writes().size(), quiet) << "no probe while the user only paused";
+  ASSERT_TRUE(runUntil([&] { return sim_.writes().size() > quiet; }, 10s));
+  EXPECT_EQ(count("idle_entered"), 1u) << "the next write is the idle period's";
+}
+
+TEST_F(EngineTrimTest, WorkShorterThanTheGraceIsNeverTrimmed) {
+  sim_.addCgroup("work", 600 * kMiB);
+  start();
+  run(3min);  // warm-up, idle, reclaimed to the floor
+  sim_.cgroup("work").file += 500 * kMiB;
+  sim_.setMachineBusy(1.0);
+  run(90s);  // a build
+  sim_.setMachineBusy(0);
+  const std::size_t before = sim_.writes().size();
+  run(115s);
+  EXPECT_EQ(sim_.writes().size(), before) << "nothing during the build nor the grace after it";
+  EXPECT_TRUE(trims().empty());
+}
+
+TEST_F(EngineTrimTest, PressureStopsProbes) {
+  sim_.addCgroup("work", 2000 * kMiB);
+  sim_.setMachineBusy(0.04);
+  start("pressure: {calm: 60s}\n");
+  ASSERT_TRUE(runUntil([&] { return trims().size() >= 2; }, 4min));
+  sim_.setMachineStall(0.5);
+  sim_.pressureEvent(kMachineScope);
+  run(2s);
+  ASSERT_EQ(count("backoff"), 1u);
+  const std::size_t before = sim_.writes().size();
+  sim_.setMachineStall(0);
+  run(55s);
+  EXPECT_EQ(sim_.writes().size(), before) << "no probe during the calm period";
+  EXPECT_TRUE(runUntil([&] { return sim_.writes().size() > before; }, 30s)) << "probes resume after it";
+}
+
+TEST_F(EngineTrimTest, OffABusyMachineIsNeverReclaimedAsInTheSeed) {
+  sim_.addCgroup("work", 600 * kMiB);
+  sim_.setMachineBusy(0.2);  // 10 % of two CPUs
+  start("trim: {enabled: false}\n");
+  run(10min);
+  EXPECT_TRUE(sim_.writes().empty());
+  sim_.setMachineBusy(0);
+  EXPECT_TRUE(runUntil([&] { return !sim_.writes().empty(); }, 3min)) << "reclaimed once the work stops";
+}
+
+TEST_F(EngineTrimTest, ARuleTurnsItOffForItsCgroups) {
+  sim_.setMachineBusy(0.6);
+  sim_.addCgroup("db.slice", 400 * kMiB);
+  sim_.addCgroup("app.slice", 400 * kMiB);
+  sim_.cgroup("db.slice").cpuShare = 0.1;
+  sim_.cgroup("app.slice").cpuShare = 0.1;
+  start(
+      "rules:\n  - match: db.slice\n    idle_source: cgroup\n    trim: false\n"
+      "  - match: app.slice\n    idle_source: cgroup\n");
+  run(6min);
+  std::size_t db = 0, app = 0;
+  for (const Write& w : sim_.writes()) {
+    db += w.path == "db.slice" ? 1 : 0;
+    app += w.path == "app.slice" ? 1 : 0;
+  }
+  EXPECT_EQ(db, 0u) << "trim: false";
+  EXPECT_GT(app, 10u) << "its busy neighbour is trimmed, by its own CPU";
+}
+
+TEST_F(EngineTrimTest, ADryRunSaysWhatItWouldTrim) {
+  sim_.addCgroup("work", 600 * kMiB);
+  sim_.setMachineBusy(0.04);
+  start("", true);
+  run(4min);
+  EXPECT_TRUE(sim_.writes().empty());
+  const auto t = trims();
+  ASSERT_GE(t.size(), 5u);
+  EXPECT_EQ(t[0].field("dry_run"), "true");
+}
+
+}  // namespace
+}  // namespace reclaimd::testing
