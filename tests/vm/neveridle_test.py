@@ -123,9 +123,10 @@ def check_steps(c, s, tag):
         c.figure(f"{tag}: trim steps / freed / mean freed per step / last reclaimable_after",
                  f"{len(trims)} / {freed:.0f} MiB / {freed / len(trims):.2f} MiB / "
                  f"{trims[-1].f.get('reclaimable_after_mib')} MiB (floor_mib {trims[-1].f.get('floor_mib')})")
-    raised = s.events("floor_raised")
-    if raised:
-        c.figure(f"{tag}: floor_raised", "; ".join(e.text for e in raised[:3]))
+    for name in ("trim_held", "floor_raised", "backoff"):
+        seen = s.events(name)
+        if seen:
+            c.figure(f"{tag}: {name} ({len(seen)})", "; ".join(e.text for e in seen[:3]))
 
 
 def check_cache(c, series, tag):
