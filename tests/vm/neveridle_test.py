@@ -49,6 +49,7 @@ FLOOR_MIB, HOT_MIB, COLD_MIB = 128, 32, 400
 BOUND_MIB = (FLOOR_MIB + HOT_MIB) * 1.10
 HOT_READ_LIMIT = HOT_MIB * 2**20 * 0.01   # bytes per scaled minute
 PSI_LIMIT_MS = 10
+STATUS_AT_S = 60
 BG_SHARE = (1.0, 5.0)            # percent of the vCPU
 PHASES = {"a": ("apart", "bg.slice"), "b": ("together", "work.slice")}
 
@@ -106,7 +107,8 @@ def check_scenario(c, s, tag, bg_cgroup):
                  f"{bg:.2f} % / {hot:.2f} % / {busy:.2f} %")
         c.check(BG_SHARE[0] <= bg <= BG_SHARE[1], f"{tag}: the background process used 1-5 % of the vCPU ({bg:.2f} %)")
     idle = s.events("idle_entered")
-    c.check(not idle, f"{tag}: the machine was never judged idle ({len(idle)} idle_entered)")
+    c.check(not idle, f"{tag}: the machine was never judged idle ({len(idle)} idle_entered"
+            f"{': ' + idle[0].text if idle else ''})")
 
 
 def check_steps(c, s, tag):
@@ -189,13 +191,45 @@ def busy_cgroups(doc):
     return None
 
 
-def check_status(c, s, tag, bg_cgroup):
+def busy_shares(series, t_end, span_s):
+    """The machine's busy share (/proc/stat) and reclaimd's own, in %, over span_s up to t_end."""
+    a = next((f for t, f in reversed(series) if t <= t_end - span_s), None)
+    b = next((f for t, f in reversed(series) if t <= t_end), None)
+    if a is None or b is None or b is a:
+        return None
+    ticks = (b["busy"] - a["busy"]) + (b["idle"] - a["idle"])
+    own = (b["reclaimd_ms"] - a["reclaimd_ms"]) / (b["t_ms"] - a["t_ms"])
+    return 100 * (b["busy"] - a["busy"]) / ticks, 100 * own
+
+
+def cpu_figures(c, series, tag):
+    """reclaimd's own CPU, and the machine's busy share from /proc/stat every 10 s: what the idle
+    detector should see (after taking reclaimd's own out)."""
+    if len(series) < 2:
+        return
+    a, b = series[0][1], series[-1][1]
+    c.figure(f"{tag}: reclaimd's own CPU over the run", f"{(b['reclaimd_ms'] - a['reclaimd_ms']) / (b['t_ms'] - a['t_ms']) * 100:.2f} %")
+    rows = []
+    for t in range(10, int(series[-1][0]) + 1, 10):
+        got = busy_shares(series, t, 10)
+        if got:
+            rows.append(f"{t}s {got[0]:.1f}-{got[1]:.1f}")
+    c.figure(f"{tag}: machine busy % (/proc/stat) - reclaimd's own %, per 10 s", ", ".join(rows))
+
+
+def check_status(c, s, tag, bg_cgroup, series):
     text, code = status_block(s, "json")
     doc = None
     try:
         doc = json.loads(text) if text else None
     except ValueError as e:
         c.check(False, f"{tag}: status --json is JSON ({e})")
+    asked = s.mark("status")
+    if isinstance(doc, dict) and asked and series:
+        got = busy_shares(series, (int(asked.f["t_ms"]) - int(s.mark("start").f["t_ms"])) / 1000, 10)
+        c.figure(f"{tag}: status at {STATUS_AT_S} s: window_busy_ratio vs /proc/stat's last 10 s (reclaimd's own)",
+                 f"{100 * float(doc.get('window_busy_ratio', -1)):.2f} % vs "
+                 + (f"{got[0]:.2f} % ({got[1]:.2f} %)" if got else "-"))
     busy = busy_cgroups(doc) if isinstance(doc, dict) else None
     names = [str(b.get("path", "")).strip("/") for b in busy or [] if isinstance(b, dict)]
     c.figure(f"{tag}: status --json busy_cgroups (exit {code})", json.dumps(busy))
@@ -218,7 +252,8 @@ def main(argv=None):
     timeline = scenario.Timeline()
     r = vm.run(os.path.join(HERE, "guest", "neveridle.sh"), kernel=a.kernel,
                add=[(a.reclaimd, "/usr/bin/reclaimd"), (os.path.join(HERE, "guest", "lib.sh"), "/test/lib.sh")],
-               data="4x100,32", env={"PHASES": a.phases, "TRIM": a.trim, "SAMPLE_PERIOD": a.sample_period}, timeout=420,
+               data="4x100,32", env={"PHASES": a.phases, "TRIM": a.trim, "SAMPLE_PERIOD": a.sample_period,
+                    "STATUS_AT_S": str(STATUS_AT_S)}, timeout=420,
                log_dir=a.log_dir or f"/tmp/reclaimd-vm-neveridle-{a.kernel}", on_line=timeline.add)
     c = scenario.Checks(f"never idle on {a.kernel}")
     c.check(r.code == 0, f"VM ran the phases ({r.outcome}, exit {r.code}, logs in {r.log_dir})")
@@ -232,7 +267,8 @@ def main(argv=None):
         check_cache(c, series, tag)
         check_hot(c, series, tag)
         check_psi(c, series, tag)
-        check_status(c, s, tag, bg_cgroup)
+        check_status(c, s, tag, bg_cgroup, series)
+        cpu_figures(c, series, tag)
         ex = s.exit()
         c.check(ex is not None and ex.f.get("code") == "0", f"{tag}: clean exit on SIGTERM (code {ex and ex.f.get('code')})")
     return 0 if c.report() else 1

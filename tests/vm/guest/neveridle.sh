@@ -13,7 +13,8 @@
 # Env: PHASES (default "a b"), BURN_MS (20), TRIM (on | off: trim.enabled false | omit: no trim
 # section, for a build that predates it), SAMPLE_PERIOD (100ms), RUN_S (75), STATUS_AT_S (60).
 # Needs the 4x100,32 data disk. The host (neveridle_test.py) asserts on what this prints:
-#   @@SAMPLE t_ms=.. rec_kib=.. io_rbytes=.. refault=.. pgpgin_kib=.. psi_work_us=.. psi_bg_us=.. psi_sys_us=..
+#   @@SAMPLE t_ms=.. rec_kib=.. io_rbytes=.. refault=.. pgpgin_kib=.. psi_work_us=.. psi_bg_us=..
+#            psi_sys_us=.. busy=.. idle=.. reclaimd_ms=..   (/proc/stat ticks; reclaimd's CPU)
 #   @@CPU <label> t_ms=.. busy=.. idle=.. bg_ms=.. hot_ms=..   (ticks of /proc/stat; process CPU in ms)
 #   @@STATUS-BEGIN json|text ... @@STATUS-END json|text code=..
 # Sampling uses builtins only (lib.sh's rule), although this machine is meant to be busy: the
@@ -112,8 +113,11 @@ sample() {
 	psi $B/memory.pressure
 	_pb=$PSI
 	psi /proc/pressure/memory
+	read -r _ _u _n _s _i _w _q _sq _st _ </proc/stat
+	proc_ms "$PID"
 	now_ms
-	echo "@@SAMPLE t_ms=$NOW_MS rec_kib=$REC io_rbytes=$IO refault=$REFAULT pgpgin_kib=$PGIN psi_work_us=$_pw psi_bg_us=$_pb psi_sys_us=$PSI"
+	echo "@@SAMPLE t_ms=$NOW_MS rec_kib=$REC io_rbytes=$IO refault=$REFAULT pgpgin_kib=$PGIN psi_work_us=$_pw" \
+		"psi_bg_us=$_pb psi_sys_us=$PSI busy=$((_u + _n + _s + _q + _sq + _st)) idle=$((_i + _w)) reclaimd_ms=$PMS"
 }
 
 # proc_ms PID: the process's CPU time and its waited-for children's, in ms (USER_HZ 100).
@@ -155,10 +159,10 @@ phase() {
 	sync
 	echo 3 >/proc/sys/vm/drop_caches
 	mark fill_start
-	sh -c "echo \$\$ >$W/cgroup.procs && exec cat /data/file0 /data/file1 /data/file2 /data/file3" >/dev/null
+	sh -c "echo \$\$ >$W/cgroup.procs && exec cat /data/file0 /data/file1 /data/file2 /data/file3 /data/file4" >/dev/null
 	sh /tmp/hot.sh work.slice &
 	HOT=$!
-	sleep 2 # the hot set read once or twice
+	sleep 2 # the hot set read again: on the active list
 	mark fill_end
 	mem after_fill
 	reclaimd --config /tmp/policy.yaml ${LOGLEVEL:+--log-level $LOGLEVEL} &
@@ -171,6 +175,7 @@ phase() {
 	while now_ms && [ "$NOW_MS" -lt $((_t0 + RUN_S * 1000)) ]; do
 		sample
 		if [ -z "$_asked" ] && [ "$NOW_MS" -ge $((_t0 + STATUS_AT_S * 1000)) ]; then
+			mark status
 			status json
 			status text
 			_asked=1
