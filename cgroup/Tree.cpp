@@ -72,10 +72,28 @@ int addNode(Tree& tree, int parentIndex, const Entry& e, std::size_t maxNodes) {
   return childIndex;
 }
 
-void walkChildren(Tree& tree, int fd, int index, std::size_t maxNodes);
+// What one walk carries down: its limits.
+struct Walk {
+  Tree& tree;
+  std::size_t maxNodes;
+  const Descend& descend;
+};
+
+void walkChildren(Walk& w, int fd, int index);
 
 // Adds the subdirectory `e` of directory `fd` (node `index`) and its subtree.
-void addChild(Tree& tree, int fd, int index, const Entry& e, std::size_t maxNodes) {
+void addChild(Walk& w, int fd, int index, const Entry& e) {
+  Tree& tree = w.tree;
+  // A cgroup below which nothing matters needs no fstatat, no open and no listing: the
+  // directory entry says it is a directory and gives its inode.
+  if (e.type == DT_DIR && w.descend) {
+    const TreeNode& parent = tree.nodes[static_cast<std::size_t>(index)];
+    if (!w.descend(parent.path.empty() ? e.name : parent.path + "/" + e.name)) {
+      const int childIndex = addNode(tree, index, e, w.maxNodes);
+      if (childIndex >= 0) tree.nodes[static_cast<std::size_t>(childIndex)].unlisted = true;
+      return;
+    }
+  }
   // One fstatat says what an entry is and, for a directory, how many subdirectories it has:
   // kernfs (cgroupfs) and tmpfs keep st_nlink at 2 + subdirectories. Most cgroups are leaves,
   // and a leaf needs no open and no listing at all.
@@ -88,7 +106,7 @@ void addChild(Tree& tree, int fd, int index, const Entry& e, std::size_t maxNode
       ++tree.symlinks;
     } else {
       // A cgroup we cannot see into.
-      if (const int unseen = addNode(tree, index, e, maxNodes); unseen >= 0) markIncomplete(tree, unseen, err);
+      if (const int unseen = addNode(tree, index, e, w.maxNodes); unseen >= 0) markIncomplete(tree, unseen, err);
     }
     return;
   }
@@ -97,8 +115,12 @@ void addChild(Tree& tree, int fd, int index, const Entry& e, std::size_t maxNode
     return;
   }
   if (!S_ISDIR(st.st_mode)) return;
-  const int childIndex = addNode(tree, index, e, maxNodes);
+  const int childIndex = addNode(tree, index, e, w.maxNodes);
   if (childIndex < 0) return;
+  if (w.descend && !w.descend(tree.nodes[static_cast<std::size_t>(childIndex)].path)) {
+    tree.nodes[static_cast<std::size_t>(childIndex)].unlisted = true;  // d_type was DT_UNKNOWN
+    return;
+  }
   if (st.st_nlink == 2) return;  // a leaf (filesystems that report 1 for directories are listed)
   int childFd = ::openat(fd, e.name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   if (childFd < 0) {
@@ -115,30 +137,30 @@ void addChild(Tree& tree, int fd, int index, const Entry& e, std::size_t maxNode
     return;
   }
   UniqueFd child(childFd);
-  walkChildren(tree, child.get(), childIndex, maxNodes);
+  walkChildren(w, child.get(), childIndex);
 }
 
 // Adds the subdirectories among `entries` (of directory `fd`, node `index`) and their subtrees.
-void addChildren(Tree& tree, int fd, int index, const std::vector<Entry>& entries, std::size_t maxNodes) {
+void addChildren(Walk& w, int fd, int index, const std::vector<Entry>& entries) {
   for (const Entry& e : entries) {
     if (e.type != DT_DIR && e.type != DT_UNKNOWN && e.type != DT_LNK) continue;  // control files
-    addChild(tree, fd, index, e, maxNodes);
-    if (tree.truncated) return;
+    addChild(w, fd, index, e);
+    if (w.tree.truncated) return;
   }
 }
 
-void walkChildren(Tree& tree, int fd, int index, std::size_t maxNodes) {
+void walkChildren(Walk& w, int fd, int index) {
   auto entries = listDir(fd);
   if (!entries) {
     const int err = entries.error().errnoValue();
     if (goneErrno(err)) {
-      ++tree.vanished;  // the directory went away after we opened it: its children with it
+      ++w.tree.vanished;  // the directory went away after we opened it: its children with it
     } else {
-      markIncomplete(tree, index, err);
+      markIncomplete(w.tree, index, err);
     }
     return;
   }
-  addChildren(tree, fd, index, *entries, maxNodes);
+  addChildren(w, fd, index, *entries);
 }
 
 }  // namespace
@@ -149,7 +171,7 @@ Result<std::uint64_t> inodeOf(int fd) {
   return static_cast<std::uint64_t>(st.st_ino);
 }
 
-Result<Tree> walkTree(int rootFd, std::size_t maxNodes) {
+Result<Tree> walkTree(int rootFd, std::size_t maxNodes, const Descend& descend) {
   Tree tree;
   auto inode = inodeOf(rootFd);
   if (!inode) return inode.error();
@@ -160,7 +182,8 @@ Result<Tree> walkTree(int rootFd, std::size_t maxNodes) {
   TreeNode root;
   root.inode = *inode;
   tree.nodes.push_back(std::move(root));
-  addChildren(tree, rootFd, 0, *entries, maxNodes);
+  Walk w{tree, maxNodes, descend};
+  addChildren(w, rootFd, 0, *entries);
   return tree;
 }
 

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -25,6 +26,8 @@ struct TreeNode {
   // The walk could not list this cgroup (EMFILE, ENFILE, EACCES...) or stopped at maxNodes
   // among its children: what lies below it is unknown, and no reclaim target may contain it.
   bool incomplete = false;
+  // The walk was told nothing below this cgroup matters (Descend): its children are not listed.
+  bool unlisted = false;
 };
 
 struct Tree {
@@ -36,11 +39,16 @@ struct Tree {
   int incompleteErrno = 0;      // the first errno that cut the walk (0: only maxNodes did)
 };
 
-// Walks every cgroup below the directory `rootFd`. Only a failure to read the root itself is
-// an error; anything below that vanishes mid-walk (ENOENT/ENODEV) is skipped and counted, and a
+// Whether the walk must look below the cgroup at `path` (relative): false when nothing there could
+// change a decision (no rule can match a descendant), so a 10,000-cgroup tree whose rules name
+// its pods is not listed down to every container. Empty: look everywhere.
+using Descend = std::function<bool(std::string_view path)>;
+
+// Walks every cgroup below the directory `rootFd` (and below a cgroup only where `descend` says). Only a failure to
+// read the root itself is an error; anything below that vanishes mid-walk (ENOENT/ENODEV) is skipped and counted, and a
 // directory that cannot be opened or listed for any other reason (EMFILE, ENFILE, EACCES...)
 // is kept as an incomplete node: its subtree is unknown, not gone.
-Result<Tree> walkTree(int rootFd, std::size_t maxNodes = 1'000'000);
+Result<Tree> walkTree(int rootFd, std::size_t maxNodes = 1'000'000, const Descend& descend = {});
 
 // Opens cgroup directory `path` (relative, "" for the root itself) below `rootFd`, one
 // component at a time with O_NOFOLLOW, so no symlink is ever followed. Errors: the openat errno

@@ -101,7 +101,7 @@ bool Pattern::matches(std::string_view path) const {
 // replaces was exponential in the number of "**" (30 of them on a 12-deep tree never finished).
 // Positions are bits of one word (kMaxPatternComponents), so a match allocates nothing: the walk
 // matches every cgroup against every rule.
-bool Pattern::matches(const std::vector<std::string_view>& path, std::size_t* comparisons) const {
+std::uint64_t Pattern::positionsAfter(const std::vector<std::string_view>& path, std::size_t* comparisons) const {
   const std::size_t m = components_.size();
   std::uint64_t anyDepth = 0;  // positions holding "**"
   for (std::size_t i = 0; i < m; ++i) {
@@ -120,10 +120,20 @@ bool Pattern::matches(const std::vector<std::string_view>& path, std::size_t* co
       if (comparisons) ++*comparisons;
       if (componentMatches(c.text, c.kind == Kind::Literal, name)) next |= std::uint64_t{1} << (i + 1);
     }
-    if (next == 0) return false;
+    if (next == 0) return 0;
     at = close(next);
   }
-  return (at >> m) & 1;
+  return at;
+}
+
+bool Pattern::matches(const std::vector<std::string_view>& path, std::size_t* comparisons) const {
+  return (positionsAfter(path, comparisons) >> components_.size()) & 1;
+}
+
+// A position before the end still expects a component: a deeper path may match.
+bool Pattern::mayMatchBelow(const std::vector<std::string_view>& path) const {
+  const std::uint64_t before = (std::uint64_t{1} << components_.size()) - 1;
+  return (positionsAfter(path, nullptr) & before) != 0;
 }
 
 }  // namespace reclaimd::policies

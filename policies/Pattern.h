@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -49,6 +50,9 @@ class Pattern {
   // `comparisons`, when given, is increased by the component comparisons made: at most
   // components x depth, which the tests hold it to.
   bool matches(const std::vector<std::string_view>& path, std::size_t* comparisons = nullptr) const;
+  // True when some cgroup strictly below `path` could match: the walk need not list below a
+  // cgroup for which no rule answers true.
+  bool mayMatchBelow(const std::vector<std::string_view>& path) const;
 
   const std::string& text() const { return text_; }
   const Specificity& specificity() const { return specificity_; }
@@ -62,6 +66,9 @@ class Pattern {
     Kind kind;
     std::string text;
   };
+  // The pattern positions live after `path` (bit m: matched whole), 0 once none is.
+  std::uint64_t positionsAfter(const std::vector<std::string_view>& path, std::size_t* comparisons) const;
+
   std::string text_;
   std::string normalised_;
   std::vector<Component> components_;

@@ -36,6 +36,11 @@ int governingRule(const std::vector<Rule>& rules, std::string_view path) {
   return best;
 }
 
+bool mayMatchBelow(const std::vector<Rule>& rules, std::string_view path) {
+  const auto components = splitPath(path);
+  return std::any_of(rules.begin(), rules.end(), [&](const Rule& r) { return r.pattern.mayMatchBelow(components); });
+}
+
 int inheritedRule(const std::vector<Rule>& rules, std::string_view path, std::string_view* ancestor) {
   for (std::string_view at = path;;) {
     const int rule = governingRule(rules, at);
@@ -94,7 +99,16 @@ std::string explain(const Policy& policy, std::string_view path) {
   out += "  mode " + std::string(toString(g.mode)) + ", floor " + formatBytes(g.floor) + ", steps " +
          formatBytes(g.steps.stepMin) + ".." + formatBytes(g.steps.stepMax) + " (MemTotal/" +
          std::to_string(g.steps.stepDivisor) + "), idle source " + toString(g.idleSource) + ", grace " +
-         formatDuration(g.idle.grace) + ", threshold " + fmt::format("{:g}%", g.idle.thresholdPercent) + "\n";
+         formatDuration(g.idle.grace) + ", threshold " + fmt::format("{:g}%", g.idle.thresholdPercent) +
+         ", trimmed while busy: " + (g.mode == Mode::Gradual && g.trim.enabled ? "yes" : "no") + "\n";
+  // Two floors apply below the root, and the reader of a rule's floor should not have to guess
+  // which one stops reclaim first.
+  if (!path.empty() && g.mode == Mode::Gradual) {
+    out += "  floors: this cgroup keeps " + formatBytes(g.floor) + "; the machine keeps " +
+           formatBytes(policy.reclaim.floor) +
+           " (reclaim.floor) in all, so once the machine's reclaimable cache is down to that, nothing goes lower, "
+           "this cgroup's floor included\n";
+  }
   return out;
 }
 

@@ -22,6 +22,10 @@ bool outranks(const Rule& a, int ia, const Rule& b, int ib);
 // The index of the rule matching `path` itself (relative, "" for the root), -1 for none.
 int governingRule(const std::vector<Rule>& rules, std::string_view path);
 
+// True when some rule could match a cgroup strictly below `path`: below a cgroup where none can,
+// every descendant inherits its rule, and the walk need not list them.
+bool mayMatchBelow(const std::vector<Rule>& rules, std::string_view path);
+
 // The rule that governs `path`: its own match, else its nearest ancestor's (-1: machine-wide).
 // `ancestor` is set to the cgroup the rule was matched on.
 int inheritedRule(const std::vector<Rule>& rules, std::string_view path, std::string_view* ancestor = nullptr);

@@ -184,6 +184,9 @@ void Engine::sayWhyHeld(TimePoint now, Sensors& in) {
   }
   if (auto at = detector_.predictIdle(); at && *at > now)
     e.add("reclaim_in_s_if_quiet", std::chrono::duration<double>(*at - now).count(), 0);
+  // What goes on meanwhile: busy targets' cold cache is trimmed (gradual), or nothing.
+  const bool trimming = mode_.mode == policies::Mode::Gradual && policy_.trim.enabled;
+  e.add("trim", trimming ? "on" : "off").mib("trimmed_mib", trimmed_);
 }
 
 void Engine::dropCacheTurn(TimePoint now, Sensors& in, Plan& plan) {
@@ -270,6 +273,12 @@ TimePoint Engine::nextWake(TimePoint now) const {
   }
   if (mode_.mode == policies::Mode::Gradual && !policy_.rules.empty() && lastWalk_)
     next = std::min(next, std::max(*lastWalk_ + kWalkPeriod, now + 1ms));
+  // A probe due before the next sample: wake for it, so probes keep their interval.
+  if (mode_.mode == policies::Mode::Gradual) {
+    for (const TargetState& t : targets_) {
+      if (t.trim.baselined && t.trim.next > now && trimDue(t, t.trim.next)) next = std::min(next, t.trim.next);
+    }
+  }
   return next;
 }
 

@@ -42,7 +42,7 @@ bool Engine::walk(TimePoint now, Sensors& in) {
     adopt(next, old, "", 0, policy_.governance(-1, true), now);
     stats.add("cgroups", 1);
   } else {
-    auto tree = in.tree();
+    auto tree = in.tree([this](std::string_view path) { return policies::mayMatchBelow(policy_.rules, path); });
     if (!tree) {
       emit(Severity::Error, "walk_failed").add("error", tree.error().message());
       return false;
@@ -58,7 +58,12 @@ bool Engine::walk(TimePoint now, Sensors& in) {
       const cgroup::TreeNode& node = tree->nodes[static_cast<std::size_t>(spec.node)];
       adopt(next, old, node.path, node.inode, policy_.governance(spec.rule, node.path.empty()), now);
     }
-    stats.add("cgroups", tree->nodes.size()).add("vanished", tree->vanished).add("symlinks_skipped", tree->symlinks);
+    const auto unlisted =
+        std::count_if(tree->nodes.begin(), tree->nodes.end(), [](const cgroup::TreeNode& n) { return n.unlisted; });
+    stats.add("cgroups", tree->nodes.size())
+        .add("unlisted", unlisted)
+        .add("vanished", tree->vanished)
+        .add("symlinks_skipped", tree->symlinks);
     if (tree->incomplete > 0) {
       // Subtrees the walk could not read (out of fds, EACCES): nothing at or above them is
       // written until a walk sees them whole.

@@ -81,6 +81,14 @@ void Engine::planTrims(const proc::Meminfo& mem, TimePoint now, std::uint64_t us
 void Engine::scheduleTrims(TimePoint now) {
   for (TargetState& t : targets_) {
     if (!trimDue(t, now) || !t.measured) continue;
+    if (!t.trim.baselined) {
+      emit(Severity::Info, "trim_started")
+          .add("cgroup", t.label())
+          .add("busy_for_s", duration<double>(now - *t.trim.busySince).count(), 0)
+          .mib("reclaimable_mib", t.measured->reclaimable)
+          .mib("floor_mib", t.trimFloor(now))
+          .add("every_s", duration<double>(t.gov.trim.interval).count(), 1);
+    }
     t.trim.baselined = true;
     t.trim.next = now + t.gov.trim.interval;
   }

@@ -48,8 +48,9 @@ class Sensors {
   virtual Result<proc::Meminfo> meminfo() = 0;
   // /proc/vmstat's workingset_refault_file (workingset_refault before 5.9).
   virtual Result<std::uint64_t> machineRefaults() = 0;
-  // A walk of the cgroup tree below the root. Only an unreadable root is an error.
-  virtual Result<cgroup::Tree> tree() = 0;
+  // A walk of the cgroup tree below the root, and below a cgroup only where `descend` says.
+  // Only an unreadable root is an error.
+  virtual Result<cgroup::Tree> tree(const cgroup::Descend& descend) = 0;
   // Errors: ENOENT/ENODEV (cgroup::cgroupGone) when the cgroup left; others as read.
   virtual Result<MemoryReading> memory(const CgroupRef& cgroup) = 0;
   // The cgroup's cpu.stat usage_usec, as a duration.

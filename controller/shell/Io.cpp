@@ -48,9 +48,9 @@ nanoseconds SystemSensors::ownCpu() {
   return processCpuTime();
 }
 
-Result<cgroup::Tree> SystemSensors::tree() {
+Result<cgroup::Tree> SystemSensors::tree(const cgroup::Descend& descend) {
   if (!tracker_) return errnoError(ENOENT, "no cgroup tree in use");
-  return tracker_->walk();
+  return tracker_->walk(descend);
 }
 
 Result<cgroup::Cgroup*> SystemSensors::open(const CgroupRef& ref) {

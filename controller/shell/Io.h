@@ -26,7 +26,7 @@ class SystemSensors final : public Sensors {
   std::chrono::nanoseconds ownCpu() override;
   Result<proc::Meminfo> meminfo() override { return proc_.meminfo(); }
   Result<std::uint64_t> machineRefaults() override { return proc_.refaults(); }
-  Result<cgroup::Tree> tree() override;
+  Result<cgroup::Tree> tree(const cgroup::Descend& descend) override;
   Result<MemoryReading> memory(const CgroupRef& cgroup) override;
   Result<std::chrono::nanoseconds> cgroupCpu(const CgroupRef& cgroup) override;
   Result<std::uint64_t> pressureTotal(ScopeId scope) override { return pressure_.total(scope); }

@@ -18,7 +18,9 @@ class Tracker {
   explicit Tracker(UniqueFd root) : root_(std::move(root)) {}
 
   int rootFd() const { return root_.get(); }
-  Result<cgroup::Tree> walk() { return cgroup::walkTree(root_.get()); }
+  Result<cgroup::Tree> walk(const cgroup::Descend& descend = {}) {
+    return cgroup::walkTree(root_.get(), 1'000'000, descend);
+  }
   // The cgroup `ref` names, opened on first use and kept. A cgroup found at the path under
   // another inode is a new one: ENOENT, as for one that is gone (the engine walks again).
   Result<cgroup::Cgroup*> open(const CgroupRef& ref);

@@ -58,6 +58,28 @@ TEST_F(EngineRulesTest, AnIdleCgroupIsReclaimedWhileAnotherAndTheMachineAreBusy)
   EXPECT_TRUE(runUntil([&] { return writesTo("editor.slice") > 0; }, 3min));
 }
 
+// Below a cgroup no rule can match under, the walk lists nothing: a node of 1,000 pods with
+// three containers each is not listed down to every container, and the targets are the same.
+TEST_F(EngineRulesTest, TheWalkListsOnlyWhereARuleCouldMatch) {
+  sim_.addCgroup("kubepods.slice", 0);
+  for (int p = 0; p < 100; ++p) {
+    const std::string pod = "kubepods.slice/pod" + std::to_string(p);
+    sim_.addCgroup(pod, 8 * kMiB);
+    for (int c = 0; c < 3; ++c)
+      sim_.addCgroup(pod + "/ctr" + std::to_string(c), 8 * kMiB);
+  }
+  start("rules:\n  - match: kubepods.slice/*\n    idle_source: cgroup\n");
+  run(10s);
+  ASSERT_GE(sim_.walks, 1);
+  EXPECT_EQ(sim_.listed, 2u) << "the root and kubepods.slice; the pods are entries of its listing";
+  std::size_t pods = 0;
+  for (const auto& t : engine_->targets())
+    pods += t.path.starts_with("kubepods.slice/pod") ? 1 : 0;
+  EXPECT_EQ(pods, 100u) << "every pod is a target, its containers inside it";
+  run(3min);
+  EXPECT_NEAR(static_cast<double>(sim_.subtreeFile("kubepods.slice/pod7")) / kMiB, 16, 1) << "to its floor";
+}
+
 TEST_F(EngineRulesTest, CgroupsComingAndGoingDuringPassesAreHandled) {
   sim_.setMachineBusy(0.6);
   sim_.addCgroup("build.slice", 400 * kMiB);

@@ -49,6 +49,20 @@ TEST_F(EngineTrimTest, ABusyMachineIsTrimmedInSmallProbesAfterItsGraceDownToTheF
   for (const Event& e : trims())
     EXPECT_GE(mib(*e.field("reclaimable_after_mib")), 127.9) << "never below the floor";
   EXPECT_EQ(count("idle_entered"), 0u) << "the machine itself never went idle";
+  ASSERT_EQ(count("trim_started"), 1u);
+  EXPECT_NEAR(mib(*named("trim_started")[0].field("busy_for_s")), 120, 1);
+  ASSERT_FALSE(named("held").empty());
+  EXPECT_EQ(named("held").back().field("trim"), "on") << "why memory is held says trimming goes on";
+}
+
+TEST_F(EngineTrimTest, ProbesKeepTheirIntervalBetweenSamples) {
+  sim_.addCgroup("work", 600 * kMiB);
+  sim_.setMachineBusy(0.04);
+  start("idle: {sample_period: 1s}\ntrim: {interval: 500ms}\n");
+  ASSERT_TRUE(runUntil([&] { return sim_.writes().size() >= 10; }, 3min));
+  const auto& w = sim_.writes();
+  for (std::size_t i = w.size() - 5; i < w.size(); ++i)
+    EXPECT_LE(w[i].at - w[i - 1].at, 550ms) << "a wake for each probe, not the next sample (0.6 s while busy)";
 }
 
 TEST_F(EngineTrimTest, RefaultsAfterAProbeHoldTheCacheTheWorkReads) {

@@ -46,6 +46,31 @@ INSTANTIATE_TEST_SUITE_P(
         MatchCase{"user-100?.slice", "user-1000.slice", true}, MatchCase{"[ab]*", "build.slice", true},
         MatchCase{"[ab]*", "cache.slice", false}));
 
+TEST(Pattern, SaysWhetherAnythingBelowAPathCouldMatch) {
+  struct Case {
+    const char* pattern;
+    const char* path;
+    bool below;
+  };
+  for (const Case& c : std::vector<Case>{
+           {"kubepods.slice/*", "", true},
+           {"kubepods.slice/*", "kubepods.slice", true},
+           {"kubepods.slice/*", "kubepods.slice/pod1", false},  // matched: nothing deeper can
+           {"kubepods.slice/*", "system.slice", false},
+           {"system.slice", "system.slice", false},
+           {"user.slice/**/*.scope", "user.slice/user-1000.slice", true},
+           {"user.slice/**", "user.slice/a/b/c", true},
+           {"**", "a/b", true},
+           {"**/x.scope", "a/x.scope", true},  // a/x.scope/x.scope
+           {"a/b/c", "a/b", true},
+           {"a/b/c", "a/x", false},
+       }) {
+    auto p = policies::Pattern::parse(c.pattern);
+    ASSERT_TRUE(p.ok());
+    EXPECT_EQ(p->mayMatchBelow(policies::splitPath(c.path)), c.below) << c.pattern << " below " << c.path;
+  }
+}
+
 TEST(Pattern, RejectsPathsThatLeaveTheRoot) {
   for (const char* bad : {"", "/system.slice", "../etc", "a/../../b", "./a", "a//b", "a/", "a/**b", "a**/b"}) {
     auto p = Pattern::parse(bad);
@@ -125,6 +150,13 @@ TEST(Rules, MatchingRulesAreRankedAndExplained) {
   const std::string inherited = explain(*none, "build.slice/job-7.scope");
   EXPECT_NE(inherited.find("inherits rule 1 (line 2, match \"build.slice\") from build.slice"), std::string::npos)
       << inherited;
+  EXPECT_NE(inherited.find("trimmed while busy: yes"), std::string::npos) << inherited;
+  EXPECT_NE(inherited.find("floors: this cgroup keeps 16MiB; the machine keeps 128MiB (reclaim.floor) in all"),
+            std::string::npos)
+      << inherited;
+  auto off = parsePolicy("rules:\n  - match: db.slice\n    trim: false\n", "r.yaml");
+  ASSERT_TRUE(off.ok()) << off.error().message();
+  EXPECT_NE(explain(*off, "db.slice").find("trimmed while busy: no"), std::string::npos);
 }
 
 TEST(Rules, RulesInheritTheMachineSettings) {

@@ -118,8 +118,9 @@ Result<std::uint64_t> SimMachine::machineRefaults() {
   return sum;
 }
 
-Result<cgroup::Tree> SimMachine::tree() {
+Result<cgroup::Tree> SimMachine::tree(const cgroup::Descend& descend) {
   if (auto f = fault("tree")) return *f;
+  ++walks;
   cgroup::Tree t;
   std::map<std::string, int> index;
   // std::map orders "a" < "a/b" < "a/c" < "b": pre-order, parents first.
@@ -127,11 +128,20 @@ Result<cgroup::Tree> SimMachine::tree() {
     cgroup::TreeNode n;
     n.path = path;
     n.inode = c.inode;
-    n.parent = path.empty() ? -1 : index.at(parentOf(path));
+    if (!path.empty()) {
+      auto parent = index.find(parentOf(path));
+      if (parent == index.end()) continue;  // below an unlisted cgroup: not seen, as in cgroup::walkTree
+      n.parent = parent->second;
+      if (t.nodes[static_cast<std::size_t>(n.parent)].unlisted) continue;
+    }
+    n.unlisted = !path.empty() && descend && !descend(path);
     index[path] = static_cast<int>(t.nodes.size());
     if (n.parent >= 0) t.nodes[static_cast<std::size_t>(n.parent)].children.push_back(index[path]);
     t.nodes.push_back(n);
   }
+  listed = 0;
+  for (const cgroup::TreeNode& n : t.nodes)
+    listed += n.unlisted ? 0 : 1;
   return t;
 }
 

@@ -83,6 +83,8 @@ class SimMachine final : public controller::Sensors, public controller::Actuator
 
   const std::vector<Write>& writes() const { return writes_; }
   int drops = 0, compactions = 0, reprobes = 0;
+  int walks = 0;
+  std::size_t listed = 0;            // cgroups the last walk listed below (the rest were unlisted)
   std::map<std::string, int> reads;  // reads by kind, for "a quiet tick reads /proc/stat alone"
 
   // Sensors
@@ -90,7 +92,7 @@ class SimMachine final : public controller::Sensors, public controller::Actuator
   std::chrono::nanoseconds ownCpu() override { return std::chrono::nanoseconds(0); }
   Result<proc::Meminfo> meminfo() override;
   Result<std::uint64_t> machineRefaults() override;
-  Result<cgroup::Tree> tree() override;
+  Result<cgroup::Tree> tree(const cgroup::Descend& descend) override;
   Result<controller::MemoryReading> memory(const CgroupRef& ref) override;
   Result<std::chrono::nanoseconds> cgroupCpu(const CgroupRef& ref) override;
   Result<std::uint64_t> pressureTotal(ScopeId scope) override;

@@ -1,15 +1,17 @@
 // The tree walk, the decomposition into targets, and budget sharing, on fixture trees.
 #include <fcntl.h>
 #include <gtest/gtest.h>
+
 #include <sys/resource.h>
 #include <unistd.h>
+#include <algorithm>
 
 #include <filesystem>
 
 #include "base/Files.h"
 #include "cgroup/Tree.h"
-#include "controller/engine/Budget.h"
 #include "controller/Decompose.h"
+#include "controller/engine/Budget.h"
 #include "policies/Loader.h"
 #include "policies/Rules.h"
 #include "tests/unit/Fixture.h"
@@ -82,6 +84,35 @@ TEST(Tree, BoundedAndRobust) {
   EXPECT_TRUE(tree->truncated);
   UniqueFd notDir(::open(fx.path("cg/memory.stat").c_str(), O_RDONLY | O_CLOEXEC));
   EXPECT_FALSE(cgroup::walkTree(notDir.get()).ok()) << "only an unreadable root is an error";
+}
+
+TEST(Tree, ListsBelowACgroupOnlyWhereToldTo) {
+  testing::Fixture fx;
+  for (const char* p :
+       {"cg", "cg/kubepods.slice", "cg/kubepods.slice/pod1", "cg/kubepods.slice/pod1/ctr0", "cg/kubepods.slice/pod2",
+        "cg/kubepods.slice/pod2/ctr0", "cg/system.slice", "cg/system.slice/ssh.service"})
+    cg(fx, p);
+  auto root = openRoot(fx);
+  std::vector<std::string> asked;
+  auto tree = cgroup::walkTree(root.get(), 1000, [&](std::string_view path) {
+    asked.emplace_back(path);
+    return path == "kubepods.slice";  // below the pods and system.slice nothing matters
+  });
+  ASSERT_TRUE(tree.ok());
+  auto got = paths(*tree);
+  std::sort(got.begin(), got.end());
+  EXPECT_EQ(got, (std::vector<std::string>{"", "kubepods.slice", "kubepods.slice/pod1", "kubepods.slice/pod2",
+                                           "system.slice"}));
+  for (const auto& n : tree->nodes) {
+    const bool leafByRule = n.path == "system.slice" || n.path.starts_with("kubepods.slice/");
+    EXPECT_EQ(n.unlisted, leafByRule) << n.path;
+    EXPECT_NE(n.inode, 0u) << n.path << ": the entry's inode, as a listing gives it";
+    if (n.unlisted) {
+      EXPECT_TRUE(n.children.empty());
+      EXPECT_FALSE(n.incomplete) << "unlisted is not unknown";
+    }
+  }
+  EXPECT_EQ(std::count(asked.begin(), asked.end(), "kubepods.slice/pod1/ctr0"), 0) << "never asked below a pod";
 }
 
 // A tree from paths, and each node's rule resolved from a policy, as the daemon does.
