@@ -29,6 +29,9 @@ Asserted per phase:
   - `reclaimd status --json` (at 60 s) lists the background process's cgroup in busy_cgroups and
     the text status names it on its "kept busy by:" line.
 Usage: neveridle_test.py --kernel 6.12 --reclaimd build/controller/reclaimd [--trim on|off|omit]
+       [--sample-period 100ms] [--floor 16] [--phases "a b"]
+--floor below the hot set (16) makes the probes reach it: the refault hold (trim_held) has to
+stop them, and the hot-set check tells whether it did in time.
 """
 import argparse
 import json
@@ -239,6 +242,7 @@ def check_status(c, s, tag, bg_cgroup, series):
 
 
 def main(argv=None):
+    global FLOOR_MIB, BOUND_MIB
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--kernel", required=True, choices=vm.kernels.SERIES)
     p.add_argument("--reclaimd", required=True)
@@ -246,13 +250,17 @@ def main(argv=None):
     p.add_argument("--trim", default="on", choices=("on", "off", "omit"),
                    help="off: trim.enabled false; omit: no trim section (a build before trimming)")
     p.add_argument("--sample-period", default="", help="idle.sample_period (default: the policy's, 1s)")
+    p.add_argument("--floor", type=int, default=FLOOR_MIB,
+                   help="reclaim.floor in MiB (below the hot set, trimming must stop at refaults)")
     p.add_argument("--log-dir")
     a = p.parse_args(argv)
+    FLOOR_MIB, BOUND_MIB = a.floor, (a.floor + HOT_MIB) * 1.10
     timeline = scenario.Timeline()
     r = vm.run(os.path.join(HERE, "guest", "neveridle.sh"), kernel=a.kernel,
                add=[(a.reclaimd, "/usr/bin/reclaimd"), (os.path.join(HERE, "guest", "lib.sh"), "/test/lib.sh")],
                data="4x100,32", env={"PHASES": a.phases, "TRIM": a.trim, "SAMPLE_PERIOD": a.sample_period,
-                    "STATUS_AT_S": str(STATUS_AT_S)}, timeout=420,
+                    "STATUS_AT_S": str(STATUS_AT_S),
+                    "FLOOR": f"{a.floor}M" if a.floor != 128 else ""}, timeout=420,
                log_dir=a.log_dir or f"/tmp/reclaimd-vm-neveridle-{a.kernel}", on_line=timeline.add)
     c = scenario.Checks(f"never idle on {a.kernel}")
     c.check(r.code == 0, f"VM ran the phases ({r.outcome}, exit {r.code}, logs in {r.log_dir})")

@@ -10,7 +10,8 @@
 # machine's cache, work.slice's disk reads and the memory PSI totals are sampled every second.
 # Phase a: the background process in bg.slice; phase b: in work.slice with the cache.
 # Env: PHASES (default "a b"), BURN_MS (20), TRIM (on | off: trim.enabled false | omit: no trim
-# section, for a build that predates it), SAMPLE_PERIOD (default: none), RUN_S (75), STATUS_AT_S (60).
+# section, for a build that predates it), SAMPLE_PERIOD and FLOOR (default: the
+# policy's), RUN_S (75), STATUS_AT_S (60).
 # Needs the 4x100,32 data disk. The host (neveridle_test.py) asserts on what this prints:
 #   @@SAMPLE t_ms=.. rec_kib=.. io_rbytes=.. refault=.. pgpgin_kib=.. psi_work_us=.. psi_bg_us=..
 #            psi_sys_us=.. busy=.. idle=.. reclaimd_ms=..   (/proc/stat ticks; reclaimd's CPU)
@@ -37,7 +38,8 @@ off) trim="trim:
 esac
 policy "idle:
   grace: 10s${SAMPLE_PERIOD:+
-  sample_period: $SAMPLE_PERIOD}" "$trim"
+  sample_period: $SAMPLE_PERIOD}" "$trim" "${FLOOR:+reclaim:
+  floor: $FLOOR}"
 
 # Each takes its cgroup as $1 and moves itself there, so that $! is the workload's own PID.
 # The background process waits with builtins (a read timing out on a FIFO nobody writes): a
