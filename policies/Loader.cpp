@@ -247,7 +247,7 @@ YAML::Node loadDocument(Reader& r, std::size_t file, const std::string& text) {
   return YAML::Node();
 }
 
-Result<Policy> parseChecked(const std::vector<PolicyText>& files) {
+Result<Policy> parseChecked(const std::vector<PolicyText>& files, const ParseProgress& progress) {
   std::vector<std::string> sources;
   std::size_t bytes = 0;
   for (const PolicyText& f : files) {
@@ -261,8 +261,11 @@ Result<Policy> parseChecked(const std::vector<PolicyText>& files) {
   }
   Reader r(sources);
   std::vector<YAML::Node> roots;
-  for (std::size_t f = 0; f < files.size(); ++f)
+  for (std::size_t f = 0; f < files.size(); ++f) {
+    if (progress) progress(f);
     roots.push_back(loadDocument(r, f, files[f].text));
+  }
+  if (progress) progress(files.size());
   if (!r.ok()) return r.error();
   Policy policy;
   policy.files = sources;
@@ -278,10 +281,10 @@ Result<Policy> parseChecked(const std::vector<PolicyText>& files) {
 
 }  // namespace
 
-Result<Policy> parsePolicyFiles(const std::vector<PolicyText>& files) {
+Result<Policy> parsePolicyFiles(const std::vector<PolicyText>& files, const ParseProgress& progress) {
   if (files.empty()) return Policy{};
   try {
-    return parseChecked(files);
+    return parseChecked(files, progress);
   } catch (const std::exception& e) {
     // yaml-cpp throws on some documents only when they are walked; memory may run out on a
     // hostile one. Either is a rejected policy, never an abort (a reload keeps the old one).

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -42,14 +43,19 @@ struct PolicyText {
 // Errors: Errc::Invalid with one "source:line:column: key: problem" line per problem.
 Result<Policy> parsePolicy(std::string_view text, const std::string& source);
 
+// Told the index of each file before its YAML is read, then files.size() once all are read (the
+// bounded check's child reports its progress with it: Guard.h).
+using ParseProgress = std::function<void(std::size_t file)>;
+
 // Parses a main file and its drop-ins (files[0] is the main one), merged: mappings key by key,
 // rules appended. Pure: no file is read. Errors as parsePolicy's, each naming its own file.
-Result<Policy> parsePolicyFiles(const std::vector<PolicyText>& files);
-// parsePolicyFiles, first tried in a forked child under a CPU-time limit (Bounded.cpp): some
+Result<Policy> parsePolicyFiles(const std::vector<PolicyText>& files, const ParseProgress& progress = {});
+// parsePolicyFiles, first tried in a forked child under Guard.h's limits (Bounded.cpp): some
 // malformed YAML makes yaml-cpp 0.7 loop forever. For single-threaded callers only (the fuzz
 // target): a fork while another thread holds a lock (the daemon's logger, ASan's allocator) can
-// leave the child deadlocked. Errors: parsePolicyFiles', a refusal when the parse did not
-// finish, or the fork/wait errno.
+// leave the child deadlocked; the daemon and check-config use loadPolicyFileGuarded (Guard.h).
+// Errors: parsePolicyFiles', judgeParseEnd's refusal when the parse did not finish, or the
+// fork/wait errno.
 Result<Policy> parsePolicyBounded(const std::vector<PolicyText>& files);
 
 // Reads one policy file: symlinks are followed (a Kubernetes ConfigMap's files are symlinks), but
@@ -66,7 +72,8 @@ std::string dropInDirectory(const std::string& mainPath);
 // directory's errno, or Errc::Invalid past kMaxDropIns.
 Result<std::vector<PolicyText>> readPolicyFiles(const std::string& mainPath);
 
-// readPolicyFiles then parsePolicyFiles: what `--config`, a reload and check-config load.
+// readPolicyFiles then parsePolicyFiles, in process and unbounded: for tests. `--config`, a
+// reload and check-config load through loadPolicyFileGuarded (Guard.h).
 Result<Policy> loadPolicyFile(const std::string& path);
 
 }  // namespace reclaimd::policies

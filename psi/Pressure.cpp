@@ -1,6 +1,7 @@
 #include "psi/Pressure.h"
 
 #include <charconv>
+#include <cmath>
 #include <limits>
 #include <string>
 
@@ -15,11 +16,14 @@ namespace {
 // difference of two totals below it always fits.
 constexpr std::uint64_t kMaxTotalUsec = static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max());
 
+// An average: a finite, non-negative percentage. from_chars also reads "nan" and "inf", which the
+// kernel never writes (it prints "%lu.%02lu") and which would poison every comparison made with
+// them (fuzzing found them accepted).
 std::optional<double> parseDouble(std::string_view text) {
   double value = 0;
   const char* end = text.data() + text.size();
   auto [ptr, ec] = std::from_chars(text.data(), end, value);
-  if (ec != std::errc() || ptr != end || text.empty() || value < 0) return std::nullopt;
+  if (ec != std::errc() || ptr != end || text.empty() || !std::isfinite(value) || value < 0) return std::nullopt;
   return value;
 }
 

@@ -4,10 +4,12 @@
 
 #include <algorithm>
 #include <array>
+#include <csignal>
 #include <string_view>
 
 #include "controller/ExitCodes.h"
 #include "controller/cli/Commands.h"
+#include "policies/Guard.h"
 
 #ifndef RECLAIMD_VERSION
 #define RECLAIMD_VERSION "unknown"
@@ -79,6 +81,12 @@ std::vector<std::string> normalizeArgs(std::vector<std::string> args) {
 }
 
 int runCli(int argc, char** argv) {
+  // The policy check's child (policies/Guard.h): before anything else, so it starts no thread and
+  // reads nothing but its stdin. Hidden from --help: only reclaimd itself runs it.
+  if (argc == 2 && argv[1] == policies::kParseSubcommand) return policies::parsePolicyChild();
+  // An ignored SIGCHLD survives exec (a container's init may pass one on): the kernel would then
+  // reap the policy check's child before reclaimd learns how it ended.
+  (void)std::signal(SIGCHLD, SIG_DFL);
   CLI::App app{"reclaimd: gives a Linux machine's idle page cache back to its host"};
   app.set_version_flag("--version", std::string("reclaimd ") + RECLAIMD_VERSION + " (" + RECLAIMD_GIT_COMMIT + ")");
   app.name("reclaimd");

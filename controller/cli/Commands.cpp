@@ -10,6 +10,7 @@
 #include "controller/ModeChoice.h"
 #include "controller/Probe.h"
 #include "controller/shell/Daemon.h"
+#include "policies/Guard.h"
 #include "policies/Keys.h"
 #include "policies/Loader.h"
 #include "policies/Rules.h"
@@ -23,10 +24,26 @@ Paths pathsOf(const RunOptions& o) {
   return Paths{o.procRoot, o.cgroupRoot};
 }
 
+// A policy file as the daemon loads it: read, its YAML first read by a fresh process under a
+// bound (policies/Guard.h), then parsed. On error `code` says whose fault it was: kExitConfig for
+// the file (unreadable, invalid, or one the YAML reader does not finish), kExitFailure when the
+// check itself could not run (posix_spawn's EAGAIN or ENOMEM: a retry may succeed, so systemd's
+// restart is not prevented as it is for 78).
+Result<policies::Policy> loadChecked(const std::string& path, int& code) {
+  code = kExitConfig;
+  auto files = policies::readPolicyFiles(path);
+  if (!files) return files.error();
+  if (auto finished = policies::checkParseFinishes(*files, policies::ParseGuard{}); !finished) {
+    if (finished.error().errnoValue() != 0) code = kExitFailure;
+    return finished.error();
+  }
+  return policies::parsePolicyFiles(*files);
+}
+
 // The policy in force: the file when given, else the built-in default.
-Result<policies::Policy> loadPolicy(const RunOptions& o) {
+Result<policies::Policy> loadPolicy(const RunOptions& o, int& code) {
   if (o.config.empty()) return policies::Policy{};
-  return policies::loadPolicyFile(o.config);
+  return loadChecked(o.config, code);
 }
 
 // What stops the daemon before it starts: an explicit --cgroup-root that is not a cgroup2 root
@@ -69,11 +86,13 @@ int commandRun(const RunOptions& o) {
     emit(Event(Severity::Debug, "fd_limit").add("soft", *fds));
   else
     emit(Event(Severity::Warn, "fd_limit").add("error", fds.error().message()));
-  auto policy = loadPolicy(o);
+  int failed = kExitConfig;
+  auto policy = loadPolicy(o, failed);
   if (!policy) {
-    emit(Event(Severity::Error, "config_invalid").add("error", policy.error().message()));
+    emit(Event(Severity::Error, failed == kExitConfig ? "config_invalid" : "setup_failed")
+             .add("error", policy.error().message()));
     shutdownLogging();
-    return kExitConfig;
+    return failed;
   }
   if (const int code = preflight(o); code != kExitOk) {
     shutdownLogging();
@@ -93,10 +112,11 @@ int commandRun(const RunOptions& o) {
 }
 
 int commandProbe(const RunOptions& o) {
-  auto policy = loadPolicy(o);
+  int failed = kExitConfig;
+  auto policy = loadPolicy(o, failed);
   if (!policy) {
     std::cerr << policy.error().message() << "\n";
-    return kExitConfig;
+    return failed;
   }
   if (!o.cgroupRoot.empty()) {
     if (auto root = checkCgroupRoot(o.cgroupRoot); !root) {
@@ -138,10 +158,11 @@ bool explainOne(const policies::Policy& policy, const std::string& raw) {
 }  // namespace
 
 int commandCheckConfig(const std::string& file, const std::vector<std::string>& explainPaths) {
-  auto policy = policies::loadPolicyFile(file);
+  int failed = kExitConfig;
+  auto policy = loadChecked(file, failed);
   if (!policy) {
     std::cerr << policy.error().message() << "\n";
-    return kExitConfig;
+    return failed;
   }
   if (!explainPaths.empty()) {
     for (const std::string& raw : explainPaths) {

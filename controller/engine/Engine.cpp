@@ -28,13 +28,17 @@ bool within(std::string_view path, std::string_view ancestor) {
 }
 
 Engine::Engine(policies::Policy policy, EngineSetup setup)
-    : policy_(std::move(policy)), setup_(std::move(setup)), detector_(idleConfigOf(policy_.idle)) {
+    : policy_(std::move(policy)),
+      setup_(std::move(setup)),
+      detector_(idleConfigOf(policy_.idle)),
+      busy_(policy_.idle.grace, setup_.ownCgroup) {
   setPolicy(policy_);
 }
 
 void Engine::setPolicy(policies::Policy policy) {
   policy_ = std::move(policy);
   detector_.reconfigure(idleConfigOf(policy_.idle));
+  busy_.setWindow(policy_.idle.grace);
   applyRuleDetectors();
   compact_ = policy_.reclaim.compact && caps_.compactMemory;
   // Targets keep their state; the next walk re-resolves their rules. Their scopes take the new
@@ -122,6 +126,13 @@ Plan Engine::turn(TimePoint now, Sensors& in) {
     return plan;
   }
   observeCpu(in, CpuSample{now, cpu->busy, cpu->total, in.ownCpu()});
+  if (mode_.mode != policies::Mode::Disabled && !verdict_.idle() && busy_.due(now)) {
+    if (auto scan = in.cgroupCpuScan()) {
+      busy_.add(now, cpu->total, in.ownCpu(), std::move(*scan));
+    } else {
+      busy_.failed(now);
+    }
+  }
   sayWhyHeld(now, in);
   if (machineScope_ && mode_.mode != policies::Mode::Disabled && machineScope_->needsTotals())
     samplePressure(*machineScope_, kMachineScope, now, in);
@@ -169,10 +180,17 @@ void Engine::sayWhyHeld(TimePoint now, Sensors& in) {
     heldSaid_.reset();
     return;
   }
-  if (heldSaid_ && (*heldSaid_ == verdict_.state || now - heldSaidAt_ < kHeldEvery)) return;
+  // The answer: the state and the cgroups named (not their shares, which move every scan).
+  const auto busy = busy_.top(kBusyTop, now);
+  std::string names;
+  for (const BusyCgroup& b : busy)
+    names += b.path + "\n";
+  const bool same = heldSaid_ && *heldSaid_ == verdict_.state && heldNames_ == names;
+  if (heldSaid_ && (same || now - heldSaidAt_ < kHeldEvery)) return;
   const auto warmupShare = detector_.heldBusyPercent();
   if (verdict_.state == IdleState::Warmup && !warmupShare) return;  // one sample says nothing yet
   heldSaid_ = verdict_.state;
+  heldNames_ = std::move(names);
   heldSaidAt_ = now;
   Event& e = emit(Severity::Info, "held");
   e.add("state", toString(verdict_.state))
@@ -184,6 +202,7 @@ void Engine::sayWhyHeld(TimePoint now, Sensors& in) {
   }
   if (auto at = detector_.predictIdle(); at && *at > now)
     e.add("reclaim_in_s_if_quiet", std::chrono::duration<double>(*at - now).count(), 0);
+  if (!busy.empty()) e.add("busy_cgroups", formatBusyCgroups(busy));
   // What goes on meanwhile: busy targets' cold cache is trimmed (gradual), or nothing.
   const bool trimming = mode_.mode == policies::Mode::Gradual && policy_.trim.enabled;
   e.add("trim", trimming ? "on" : "off").mib("trimmed_mib", trimmed_);

@@ -198,11 +198,13 @@ class Engine {
   bool compact_ = false;  // the policy asks for compaction and the kernel has compact_memory
 
   IdleDetector detector_;  // the machine, under the policy's idle settings
+  BusyCgroups busy_;       // which cgroups keep the machine busy (scans while it is not idle)
   IdleVerdict verdict_;
   std::vector<RuleDetector> ruleDetectors_;
   PeriodState period_;  // the machine's idle period (dropcache, compaction on entry)
   bool dropPausedSaid_ = false;
   std::optional<IdleState> heldSaid_;  // the state the last "held" event gave
+  std::string heldNames_;              // and the busy cgroups it named, one a line
   TimePoint heldSaidAt_{};
 
   std::vector<TargetState> targets_;

@@ -89,7 +89,9 @@ std::vector<PlannedShare> Engine::planPass(const proc::Meminfo& mem, TimePoint n
     // Paused until the cache regrows by a chunk (saturating: a value near 2^64 is not "regrown").
     if (t.period.stalledAt && reclaimable - std::min(reclaimable, *t.period.stalledAt) < policy_.reclaim.chunk)
       continue;
-    const double scale = machineScale * (t.scope ? t.scope->backoff().scale() : 1.0);
+    // One stall is seen by the target's scope and the machine's (the root counts every
+    // cgroup's): the smaller scale, not their product, or one pressure would quarter the step.
+    const double scale = std::min(machineScale, t.scope ? t.scope->backoff().scale() : 1.0);
     candidates.push_back(Candidate{static_cast<int>(i), reclaimable, t.floor(),
                                    scaled(policies::stepBytes(mem.memTotal, t.gov.steps), scale)});
   }

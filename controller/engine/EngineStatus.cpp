@@ -26,6 +26,7 @@ void Engine::fill(Status& s, TimePoint now, double unixNow, const std::function<
     if (auto at = detector_.predictIdle(); at && *at > now)
       s.reclaimStartsInSeconds = std::chrono::duration<double>(*at - now).count();
   }
+  if (!verdict_.idle()) s.busyCgroups = busy_.top(kBusyTop, now);
   s.idlePeriods = idlePeriods_;
   s.reclaimedBytes = reclaimed_;
   s.steps = steps_;

@@ -10,6 +10,7 @@
 
 #include "base/Result.h"
 #include "cgroup/Tree.h"
+#include "controller/engine/BusyCgroups.h"
 #include "proc/Meminfo.h"
 
 namespace reclaimd::controller {
@@ -55,6 +56,9 @@ class Sensors {
   virtual Result<MemoryReading> memory(const CgroupRef& cgroup) = 0;
   // The cgroup's cpu.stat usage_usec, as a duration.
   virtual Result<std::chrono::nanoseconds> cgroupCpu(const CgroupRef& cgroup) = 0;
+  // Every cgroup's cumulative cpu.stat usage in one walk (controller/shell/BusyScan.h), for the
+  // cgroups that keep the machine busy. Only an unreadable root (or no tree in use) is an error.
+  virtual Result<CgroupCpuScan> cgroupCpuScan() = 0;
   // The scope's pressure file's "some" total, microseconds.
   virtual Result<std::uint64_t> pressureTotal(ScopeId scope) = 0;
 };

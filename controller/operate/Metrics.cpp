@@ -60,6 +60,11 @@ void machine(Exposition& e, const Status& s) {
     e.single("reclaimd_reclaim_starts_in_seconds", "gauge",
              "Seconds until reclaim would start if the machine stays idle.", num(*s.reclaimStartsInSeconds));
   }
+  e.each(
+      "reclaimd_busy_cgroup_ratio", "gauge",
+      "Own CPU of the cgroups that keep the machine busy (top three), as a share of all CPUs (0-1) over the window.",
+      s.busyCgroups, [](const BusyCgroup& b) { return fmt::format("cgroup=\"{}\"", escapeLabel(b.path)); },
+      [](const BusyCgroup& b) { return num(b.busyPercent / 100); });
   e.single("reclaimd_idle_periods_total", "counter", "Idle periods entered since start.", s.idlePeriods);
   if (s.lastActionTimestamp) {
     e.single("reclaimd_last_action_timestamp_seconds", "gauge",

@@ -68,6 +68,16 @@ std::string escapeLabel(std::string_view v) {
   return out;
 }
 
+std::string formatBusyCgroups(const std::vector<BusyCgroup>& busy) {
+  std::string out;
+  for (const BusyCgroup& b : busy) {
+    // One decimal as the machine's share is read; two below 0.1 %, where one would say 0.0 of a
+    // cgroup that is there because it used something.
+    out += fmt::format("{}{} {:.{}f}%", out.empty() ? "" : ", ", b.path, b.busyPercent, b.busyPercent < 0.1 ? 2 : 1);
+  }
+  return out;
+}
+
 std::string formatStatus(const Status& s) {
   std::string out;
   auto line = [&](const char* key, const std::string& value) { out += fmt::format("{}: {}\n", key, value); };
@@ -78,6 +88,8 @@ std::string formatStatus(const Status& s) {
   line("reason", s.reason);
   line("uptime", formatDuration(std::chrono::seconds(static_cast<long>(s.uptimeSeconds))));
   line("machine", fmt::format("{} ({}), {} idle periods", s.idleState, busyText(s), s.idlePeriods));
+  if (s.idleState != "idle" && !s.busyCgroups.empty())
+    line("kept busy by", printable(formatBusyCgroups(s.busyCgroups)));
   if (s.reclaimStartsInSeconds) {
     line("reclaim starts in", formatDuration(std::chrono::seconds(static_cast<long>(*s.reclaimStartsInSeconds + 0.5))) +
                                   " if the machine stays idle");

@@ -54,6 +54,13 @@ struct ProcessStatus {
   double startTimeSeconds = 0;  // Unix time
 };
 
+// A cgroup that keeps the machine busy: its own CPU (its children's excluded) as a share of all
+// CPUs over the idle window, comparable to the machine's window busy share.
+struct BusyCgroup {
+  std::string path;  // "/" for the root
+  double busyPercent = 0;
+};
+
 struct Status {
   std::string version;
   std::string commit = buildCommit();
@@ -70,6 +77,9 @@ struct Status {
   // the grace period); absent when it is not counting down (busy, blocked) or already idle.
   std::optional<double> reclaimStartsInSeconds;
   std::uint64_t idlePeriods = 0;
+  // The cgroups that keep the machine busy, largest first: the engine fills the top three while
+  // the machine is not idle (empty until two scans of the tree lie within the window).
+  std::vector<BusyCgroup> busyCgroups;
   std::uint64_t reclaimedBytes = 0;  // since start, targets gone since included
   std::uint64_t steps = 0;
   std::uint64_t partial = 0;
@@ -88,6 +98,10 @@ struct Status {
 
 // "key: value" lines, then one line per target and pressure scope.
 std::string formatStatus(const Status& status);
+
+// "bg.slice 2.1%, user.slice/x.scope 0.04%": the busy cgroups as one line, names as they are
+// (the status text escapes control characters, the event builder quotes its own way).
+std::string formatBusyCgroups(const std::vector<BusyCgroup>& busy);
 
 // The same as one JSON object (field names in snake_case; absent optionals are null).
 std::string formatStatusJson(const Status& status);

@@ -36,6 +36,13 @@ json scope(const ScopeStatus& p) {
               {"events", p.events}, {"backoffs", p.backoffs}, {"step_scale", p.stepScale}};
 }
 
+json busy(const std::vector<BusyCgroup>& cgroups) {
+  json out = json::array();
+  for (const BusyCgroup& b : cgroups)
+    out.push_back(json{{"path", b.path}, {"busy_pct", b.busyPercent}});
+  return out;
+}
+
 template <typename T>
 void get(const json& j, const char* key, T& out) {
   if (auto it = j.find(key); it != j.end() && !it->is_null()) out = it->get<T>();
@@ -94,6 +101,14 @@ void machineFrom(const json& j, Status& s) {
   get(j, "busy_ratio", s.busyRatio);
   get(j, "reclaim_starts_in_seconds", s.reclaimStartsInSeconds);
   get(j, "idle_periods", s.idlePeriods);
+  if (auto it = j.find("busy_cgroups"); it != j.end() && it->is_array()) {
+    for (const json& b : *it) {
+      BusyCgroup c;
+      get(b, "path", c.path);
+      get(b, "busy_pct", c.busyPercent);
+      s.busyCgroups.push_back(std::move(c));
+    }
+  }
 }
 
 void totalsFrom(const json& j, Status& s) {
@@ -150,6 +165,7 @@ std::string formatStatusJson(const Status& s) {
          {"busy_ratio", optional(s.busyRatio)},
          {"reclaim_starts_in_seconds", optional(s.reclaimStartsInSeconds)},
          {"idle_periods", s.idlePeriods},
+         {"busy_cgroups", busy(s.busyCgroups)},
          {"reclaimed_bytes", s.reclaimedBytes},
          {"steps", s.steps},
          {"partial_steps", s.partial},

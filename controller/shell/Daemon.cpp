@@ -18,7 +18,7 @@
 #include "controller/ExitCodes.h"
 #include "controller/operate/ProcessStats.h"
 #include "controller/shell/Turn.h"
-#include "policies/Loader.h"
+#include "policies/Guard.h"
 
 namespace reclaimd::controller {
 
@@ -76,6 +76,12 @@ Result<void> Daemon::setUp() {
   const sigset_t mask = daemonSignals();
   signals_.reset(::signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC));
   if (!signals_) return errnoError(errno, "signalfd");
+  sigset_t stops;
+  sigemptyset(&stops);
+  sigaddset(&stops, SIGTERM);
+  sigaddset(&stops, SIGINT);
+  stops_.reset(::signalfd(-1, &stops, SFD_NONBLOCK | SFD_CLOEXEC));
+  if (!stops_) return errnoError(errno, "signalfd");
   timer_.reset(::timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC));
   if (!timer_) return errnoError(errno, "timerfd_create");
   auto loop = Loop::create();
@@ -256,7 +262,11 @@ void Daemon::reload() {
     notifier_.ready(statusLine());
     return;
   }
-  auto loaded = policies::loadPolicyFile(options_.configPath);
+  // The YAML is first read by a fresh, bounded process (policies/Guard.h): a file that makes
+  // yaml-cpp loop is rejected like any invalid one, and a SIGTERM meanwhile ends the check.
+  policies::ParseGuard guard;
+  guard.cancelFd = stops_.get();
+  auto loaded = policies::loadPolicyFileGuarded(options_.configPath, guard);
   if (!loaded) {
     emit(Event(Severity::Error, "reload")
              .add("result", "rejected")

@@ -67,6 +67,9 @@ class Daemon {
   Engine engine_;
   std::optional<Loop> loop_;
   UniqueFd signals_, timer_;
+  // SIGTERM and SIGINT only, never read nor in the loop: readable while a stop is pending, it lets
+  // a reload's policy check (up to policies::kParseWallLimit) give way to a stop at once.
+  UniqueFd stops_;
   std::optional<proc::Reader> proc_;
   std::optional<Tracker> tracker_;
   PressureIo pressure_;

@@ -11,6 +11,7 @@
 #include "base/Event.h"
 #include "base/Files.h"
 #include "base/Log.h"
+#include "controller/shell/BusyScan.h"
 
 namespace reclaimd::controller {
 
@@ -72,6 +73,11 @@ Result<nanoseconds> SystemSensors::cgroupCpu(const CgroupRef& ref) {
   auto stat = (*cg)->cpuStat();
   if (!stat) return stat.error();
   return stat->usage();  // checked: a counter near 2^64 is an error, not signed overflow
+}
+
+Result<CgroupCpuScan> SystemSensors::cgroupCpuScan() {
+  if (!tracker_) return errnoError(ENOENT, "no cgroup tree in use");
+  return scanCgroupCpu(tracker_->rootFd());
 }
 
 cgroup::ReclaimWrite SystemActuator::reclaim(const CgroupRef& ref, std::uint64_t bytes, cgroup::ReclaimFormat format) {

@@ -30,6 +30,7 @@ class SystemSensors final : public Sensors {
   Result<MemoryReading> memory(const CgroupRef& cgroup) override;
   Result<std::chrono::nanoseconds> cgroupCpu(const CgroupRef& cgroup) override;
   Result<std::uint64_t> pressureTotal(ScopeId scope) override { return pressure_.total(scope); }
+  Result<CgroupCpuScan> cgroupCpuScan() override;
 
  private:
   Result<cgroup::Cgroup*> open(const CgroupRef& ref);

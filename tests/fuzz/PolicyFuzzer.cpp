@@ -1,6 +1,7 @@
 // The policy loader, from a string: never crashes or throws, and a policy it accepts keeps
 // the promises its validation makes (ordered bounds, no dropcache rule); each exact rule's
 // own cgroup is governed by a rule that matches it, and --explain answers for it.
+#include <cerrno>
 #include <string>
 
 #include "policies/Loader.h"
@@ -50,7 +51,12 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   auto policy =
       policies::parsePolicyBounded({policies::PolicyText{"fuzz.yaml", std::string(fuzz::asText(data, size))}});
   if (!policy) {
-    FUZZ_CHECK(!policy.error().message().empty(), "a rejected policy says why");
+    const std::string why = policy.error().message();
+    FUZZ_CHECK(!why.empty(), "a rejected policy says why");
+    // The parse runs in a forked child first: a sanitizer's report there (exit 1, or an abort)
+    // must be a finding here, not a refusal.
+    FUZZ_CHECK(policy.error().errnoValue() != EPROTO, "the bounded parse's child did not fail");
+    FUZZ_CHECK(why.find("the YAML reader crashed") == std::string::npos, "the bounded parse's child did not crash");
     return 0;
   }
   checkSettings(*policy);

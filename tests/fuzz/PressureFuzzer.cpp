@@ -1,4 +1,4 @@
-// PSI pressure files: averages are never negative (the parser promises it), and what parses
+// PSI pressure files: averages are finite and never negative (the parser promises it), and what parses
 // prints back (shortest round-trip doubles) to the same figures.
 #include <fmt/format.h>
 
@@ -33,7 +33,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   auto p = psi::parsePressure(fuzz::asText(data, size));
   if (!p) return 0;
   for (const PressureLine* l : {&p->some, p->full ? &*p->full : nullptr}) {
-    if (l) FUZZ_CHECK(!(l->avg10 < 0) && !(l->avg60 < 0) && !(l->avg300 < 0), "averages are not negative");
+    if (!l) continue;
+    for (double avg : {l->avg10, l->avg60, l->avg300})
+      FUZZ_CHECK(std::isfinite(avg) && avg >= 0, "averages are finite and not negative");
   }
   std::string printed = print("some", p->some);
   if (p->full) printed += print("full", *p->full);

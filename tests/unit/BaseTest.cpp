@@ -119,5 +119,21 @@ TEST(Pressure, MalformedIsAnError) {
   }
 }
 
+TEST(Pressure, NonFiniteAveragesAreAnError) {
+  // from_chars reads these; the kernel never writes them ("%lu.%02lu"), and a NaN average fails
+  // every comparison silently.
+  for (const char* avg : {"nan", "NAN", "inf", "-inf", "infinity", "-nan"}) {
+    for (const char* key : {"avg10", "avg60", "avg300"}) {
+      std::string line = "some avg10=0.00 avg60=0.00 avg300=0.00 total=0\n";
+      const std::size_t at = line.find(std::string(key) + "=") + std::string(key).size() + 1;
+      line.replace(at, 4, avg);
+      auto p = psi::parsePressure(line);
+      EXPECT_FALSE(p.ok()) << line;
+      if (p.ok()) continue;
+      EXPECT_NE(p.error().message().find(std::string("malformed ") + key), std::string::npos) << p.error().message();
+    }
+  }
+}
+
 }  // namespace
 }  // namespace reclaimd

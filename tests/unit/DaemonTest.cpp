@@ -76,6 +76,48 @@ TEST_F(DaemonTest, InvalidConfigAtStartIsAConfigError) {
   EXPECT_TRUE(logHas("policy.yaml:2:10: idle.grace")) << log();
 }
 
+// fuzz_policy's find: yaml-cpp 0.7 loops forever on these 8 bytes, allocating. The daemon and
+// check-config first read a policy's YAML in a fresh, bounded process (policies/Guard.h).
+constexpr const char* kRunawayYaml = ",a-\n  b\n";
+
+TEST_F(DaemonTest, SighupWithYamlThatMakesTheReaderLoopKeepsTheDaemonAnswering) {
+  FakeMachine machine(fx_);
+  auto d = start();
+  ASSERT_TRUE(waitLog("event=start"));
+  fx_.write("policy.yaml", kRunawayYaml);
+  d->signal(SIGHUP);  // before the fix: the loop hung in yaml-cpp, SIGTERM unanswered
+  ASSERT_TRUE(waitLog("event=reload result=rejected keeping=previous")) << log();
+  EXPECT_TRUE(logHas("policy.yaml: the YAML reader ")) << log();
+  EXPECT_TRUE(d->running());
+  d->signal(SIGTERM);
+  EXPECT_EQ(d->wait(10s), 0) << log();
+  EXPECT_TRUE(logHas("event=stop signal=SIGTERM")) << log();
+}
+
+TEST_F(DaemonTest, StopDuringAReloadsPolicyCheckEndsTheCheck) {
+  FakeMachine machine(fx_);
+  auto d = start();
+  ASSERT_TRUE(waitLog("event=start"));
+  fx_.write("policy.yaml", kRunawayYaml);
+  // The SIGTERM arrives with the SIGHUP or while the check runs (the child needs 2 s of CPU to
+  // be stopped by its own limit): the check gives way, the reload is rejected, the daemon stops.
+  d->signal(SIGHUP);
+  d->signal(SIGTERM);
+  EXPECT_EQ(d->wait(10s), 0) << log();
+  EXPECT_TRUE(logHas("event=reload result=rejected keeping=previous")) << log();
+  EXPECT_TRUE(logHas("(stopping)")) << log();
+  EXPECT_TRUE(logHas("event=stop signal=SIGTERM")) << log();
+}
+
+TEST_F(DaemonTest, YamlThatMakesTheReaderLoopAtStartIsAConfigError) {
+  fx_.write("policy.yaml", kRunawayYaml);
+  FakeMachine machine(fx_);
+  auto d = start();
+  EXPECT_EQ(d->wait(10s), 78) << log();
+  EXPECT_TRUE(logHas("event=config_invalid")) << log();
+  EXPECT_TRUE(logHas("policy.yaml: the YAML reader ")) << log();
+}
+
 TEST_F(DaemonTest, NothingPossibleExitsUnavailable) {
   FakeMachine machine(fx_);
   fx_.remove("cg/memory.reclaim");
@@ -104,6 +146,33 @@ TEST(Cli, CheckConfig) {
   auto [badCode, badOut] = runCommand({RECLAIMD_BINARY, "check-config", fx.path("bad.yaml")});
   EXPECT_EQ(badCode, 78);
   EXPECT_NE(badOut.find("bad.yaml:3:3: reclaim.flor: unknown key"), std::string::npos) << badOut;
+}
+
+TEST(Cli, CheckConfigRefusesYamlThatMakesTheReaderLoop) {
+  Fixture fx;
+  fx.write("loop.yaml", kRunawayYaml);
+  // Before the fix check-config never returned (runCommand kills it after 30 s: code -1).
+  auto [code, out] = runCommand({RECLAIMD_BINARY, "check-config", fx.path("loop.yaml")});
+  EXPECT_EQ(code, 78) << out;
+  // "did not finish within 2 s of CPU", or within the wall-clock bound on a loaded machine.
+  EXPECT_NE(out.find(fx.path("loop.yaml") + ": the YAML reader did not finish within"), std::string::npos) << out;
+  fx.write("main.yaml", "mode: gradual\n");
+  fx.write("main.d/20-loop.yaml", kRunawayYaml);
+  auto [dropInCode, dropInOut] = runCommand({RECLAIMD_BINARY, "check-config", fx.path("main.yaml")});
+  EXPECT_EQ(dropInCode, 78) << dropInOut;
+  EXPECT_NE(dropInOut.find(fx.path("main.d/20-loop.yaml") + ": the YAML reader"), std::string::npos) << dropInOut;
+}
+
+TEST(Cli, CheckConfigWithAnIgnoredSigchldStillLearnsHowTheCheckEnded) {
+  // An ignored SIGCHLD survives exec (bash passes a trapped-empty one on; dash does not): the
+  // kernel would reap the policy check's child itself.
+  Fixture fx;
+  fx.write("good.yaml", "mode: gradual\n");
+  const std::string command =
+      "trap '' CHLD; exec " + std::string(RECLAIMD_BINARY) + " check-config " + fx.path("good.yaml");
+  auto [code, out] = runCommand({"/bin/bash", "-c", command});
+  EXPECT_EQ(code, 0) << out;
+  EXPECT_NE(out.find("good.yaml: valid"), std::string::npos) << out;
 }
 
 TEST(Cli, VersionHelpAndUsage) {

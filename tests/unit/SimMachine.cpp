@@ -165,6 +165,19 @@ Result<nanoseconds> SimMachine::cgroupCpu(const CgroupRef& ref) {
   return sum;
 }
 
+Result<controller::CgroupCpuScan> SimMachine::cgroupCpuScan() {
+  advance();
+  if (auto f = fault("scan")) return *f;
+  controller::CgroupCpuScan scan;
+  for (const auto& [path, c] : cgroups_) {
+    nanoseconds sum{0};  // cpu.stat counts the subtree
+    for (const auto& [p, d] : cgroups_)
+      if (inside(p, path)) sum += d.usage;
+    scan.cgroups.push_back({path, c.inode, sum});
+  }
+  return scan;
+}
+
 Result<std::uint64_t> SimMachine::pressureTotal(ScopeId scope) {
   advance();
   if (auto f = fault("pressure")) return *f;

@@ -96,6 +96,7 @@ class SimMachine final : public controller::Sensors, public controller::Actuator
   Result<controller::MemoryReading> memory(const CgroupRef& ref) override;
   Result<std::chrono::nanoseconds> cgroupCpu(const CgroupRef& ref) override;
   Result<std::uint64_t> pressureTotal(ScopeId scope) override;
+  Result<controller::CgroupCpuScan> cgroupCpuScan() override;
   // Actuator
   cgroup::ReclaimWrite reclaim(const CgroupRef& ref, std::uint64_t bytes, cgroup::ReclaimFormat format) override;
   Result<void> dropCaches() override;

@@ -164,6 +164,7 @@ class TreeSensors final : public controller::Sensors {
     return stat->usage();
   }
   Result<std::uint64_t> pressureTotal(controller::ScopeId) override { return errnoError(ENOENT, "bench"); }
+  Result<controller::CgroupCpuScan> cgroupCpuScan() override { return errnoError(ENOENT, "bench: an idle machine"); }
 
  private:
   controller::Tracker& tracker_;

@@ -25,7 +25,7 @@ work() {
 	sleep 2
 	mark fill_start
 	fill /data/file0 /data/file1 /data/file2
-	mark fill_end
+	mark fill_end burn_ms=$BURN_MS counted_ms=$BURN_COUNTED_MS
 	mem after_fill
 }
 

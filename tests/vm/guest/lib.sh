@@ -18,9 +18,19 @@ now_ms() {
 	NOW_MS=$((${_up%.*} * 1000 + _frac * 10))
 }
 
+# mark NAME [KEY=VALUE...]
 mark() {
 	now_ms
-	echo "@@MARK $1 t_ms=$NOW_MS"
+	_name=$1
+	shift
+	echo "@@MARK $_name t_ms=$NOW_MS${*:+ $*}"
+}
+
+# BUSY_MS: the CPU time the guest has counted busy since boot, the way reclaimd counts it
+# (/proc/stat's cpu line: user nice system irq softirq steal, in USER_HZ = 100 ticks a second).
+busy_ms() {
+	read -r _cpu _u _n _s _i _w _q _sq _st _ </proc/stat
+	BUSY_MS=$(((_u + _n + _s + _q + _sq + _st) * 10))
 }
 
 scenario() { echo "@@SCENARIO $1"; }
@@ -57,10 +67,19 @@ cgmem() {
 # at a known moment. A read ends in I/O wait, which the idle judgement counts as idle: on a
 # loaded host the emulated disk is slow and that idle tail grew to 0.6 s, so idle began that
 # much "before" the grace period ended, counted from the read's end.
+# Sets BURN_MS (the time it took) and BURN_COUNTED_MS (the busy time the guest counted in it):
+# under TCG the guest counts a tick only when it lands while QEMU's vCPU thread runs (no steal
+# time), so on a loaded host a 500 ms burn was counted 170-500 ms (7.2, 2026-11-30).
 burn() {
+	busy_ms
+	_b0=$BUSY_MS
 	now_ms
+	_t0=$NOW_MS
 	_end=$((NOW_MS + $1))
 	while [ "$NOW_MS" -lt "$_end" ]; do now_ms; done
+	busy_ms
+	# shellcheck disable=SC2034  # read by the scripts that source this file
+	BURN_MS=$((NOW_MS - _t0)) BURN_COUNTED_MS=$((BUSY_MS - _b0))
 }
 
 # fill FILES...: reads files into the page cache (this is the workload: it may fork), then

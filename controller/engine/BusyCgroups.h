@@ -1,0 +1,112 @@
+// Which cgroups keep the machine busy: the part of "why memory is held" that names names.
+//
+// Fed scans of every cgroup's cumulative cpu.stat usage (the shell takes them: BusyScan.h), it
+// answers the cgroups with the largest share of ALL CPUs between the oldest scan within the idle
+// window and the newest: the same denominator as the machine's window busy share (the machine's
+// total CPU time from /proc/stat, idle included), so "bg.slice 2.1%" reads against "window busy
+// 2.6%, threshold 0.5%". Pure: no I/O, no clock.
+//
+// What is ranked is each cgroup's own CPU: its usage minus its children's (a parent's usage_usec
+// includes its whole subtree). A slice with no processes of its own then ranks at ~0 and its
+// busy service ranks by itself, so a parent neither hides its child (ranking only the top level
+// would say "system.slice") nor duplicates it (ranking usage would say "system.slice 2.1%,
+// system.slice/x.service 2.1%"). Ranking only leaves would miss the cgroups that have processes
+// and children at once (the root, where WSL without systemd runs everything, and where kernel
+// threads, interrupts and steal are counted). CPU of children removed during the window stays in
+// the parent's counter, so it is named under the parent, the nearest cgroup that still exists.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "base/Clock.h"
+#include "controller/operate/Status.h"
+
+namespace reclaimd::controller {
+
+// Scans are taken at most this often (and only while the machine is not idle): a walk and a
+// cpu.stat read per cgroup cost ~15 us a cgroup (a few ms for a desktop's 200), noise every 30 s,
+// and the idle window they are compared over is 2 minutes by default, so 4 scan periods span it.
+inline constexpr std::chrono::seconds kBusyScanEvery{30};
+// How many cgroups status, the metrics and the held event name (issue 11: "top three").
+inline constexpr std::size_t kBusyTop = 3;
+
+// One cgroup's cumulative cpu.stat usage_usec, as read.
+struct CgroupCpu {
+  std::string path;         // relative to the cgroup root, "" for the root
+  std::uint64_t inode = 0;  // the cgroup's identity: a new inode under an old name is a new cgroup
+  std::chrono::nanoseconds usage{0};
+};
+
+// One scan of the tree. `complete` is false when some cgroup was not read (the walk stopped at
+// its cap or could not list a directory, or a cpu.stat could not be read): a cgroup missing from
+// such a scan may have existed, so it is not taken as new when a later scan finds it.
+struct CgroupCpuScan {
+  std::vector<CgroupCpu> cgroups;  // parents before their children (the walk's pre-order)
+  bool complete = true;
+};
+
+class BusyCgroups {
+ public:
+  // `window`: the span compared (the policy's idle.grace). `ownCgroup`: reclaimd's own cgroup
+  // (relative); its own CPU is taken off that cgroup's share, as the idle detector takes it off
+  // the machine's busy time.
+  explicit BusyCgroups(std::chrono::nanoseconds window, std::string ownCgroup = {});
+
+  // A new policy's grace. Scans already held are kept.
+  void setWindow(std::chrono::nanoseconds window) { window_ = window; }
+
+  // True when a scan should be taken at `now`: none was tried yet, or the last try (a scan
+  // added, or failed()) is kBusyScanEvery old.
+  bool due(TimePoint now) const;
+
+  // A scan could not be taken at `now` (the cgroup root unreadable, no tree in use): the next
+  // try waits kBusyScanEvery like any other, rather than coming every tick.
+  void failed(TimePoint now) { lastTry_ = now; }
+
+  // Adds a scan taken at `at` (not before the newest held). `machineTotal` is the machine's
+  // cumulative CPU time, all CPUs, busy and idle (CpuReading::total) read at the same turn;
+  // `ownCpu` is reclaimd's own cumulative CPU time (Sensors::ownCpu).
+  void add(TimePoint at, std::chrono::nanoseconds machineTotal, std::chrono::nanoseconds ownCpu, CgroupCpuScan scan);
+
+  // The `n` cgroups with the largest share of all CPUs (own CPU, children excluded) between the
+  // oldest scan within the window and the newest, largest first (ties by path). Cgroups with no
+  // CPU are left out. Empty when fewer than two scans lie within the window, or the newest is
+  // older than the window at `now` (the machine was idle since: nothing is being measured).
+  // As Status shows them: "/" for the root, busyPercent 0-100.
+  std::vector<BusyCgroup> top(std::size_t n, TimePoint now) const;
+
+  // Forgets every scan (the next two are needed before top() answers again).
+  void clear();
+
+  // How many scans are held (bounded by the thinning in add()).
+  std::size_t held() const { return anchors_.size() + (newest_ ? 1 : 0); }
+
+ private:
+  struct Snapshot {
+    TimePoint at{};
+    std::chrono::nanoseconds machineTotal{0};
+    std::chrono::nanoseconds ownCpu{0};
+    CgroupCpuScan scan;
+  };
+
+  // The span compared: the window, but at least two scan periods so that a short grace still
+  // has a previous scan to compare with.
+  std::chrono::nanoseconds lookback() const;
+  std::vector<BusyCgroup> rank(const Snapshot& from, const Snapshot& to, std::size_t n) const;
+
+  std::chrono::nanoseconds window_;
+  std::string ownCgroup_;
+  // Older scans kept as baselines, oldest first, at least lookback/4 apart; the newest
+  // scan is held apart from them until the next one arrives.
+  std::deque<Snapshot> anchors_;
+  std::optional<Snapshot> newest_;
+  std::optional<TimePoint> lastTry_;
+};
+
+}  // namespace reclaimd::controller
