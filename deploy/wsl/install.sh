@@ -10,7 +10,10 @@
 #   --root DIR                  only edit DIR/etc/wsl.conf (used by tests/deploy)
 set -euo pipefail
 
-BOOT_CMD='mkdir -p -m 0700 /run/reclaimd && setsid -f /usr/sbin/reclaimd run --config /etc/reclaimd/policy.yaml >>/var/log/reclaimd.log 2>&1'
+# RECLAIMD_OPTIONS comes from /etc/default/reclaimd, as for the systemd unit's EnvironmentFile=
+# (a root-owned file; WSL runs the line as root with /bin/sh, which expands it there, not here).
+# shellcheck disable=SC2016
+BOOT_CMD='mkdir -p -m 0700 /run/reclaimd && RECLAIMD_OPTIONS= && { [ ! -r /etc/default/reclaimd ] || . /etc/default/reclaimd; } && setsid -f /usr/sbin/reclaimd run --config /etc/reclaimd/policy.yaml $RECLAIMD_OPTIONS >>/var/log/reclaimd.log 2>&1'
 MARK='/usr/sbin/reclaimd run'
 
 deb='' method='' root=''

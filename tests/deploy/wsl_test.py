@@ -71,8 +71,13 @@ def check_boot_command(c, binary, tmp):
     and scratch paths for the policy, the log and the socket directory."""
     log = os.path.join(tmp, "reclaimd.log")
     rundir = os.path.join(tmp, "run-reclaimd")
+    # RECLAIMD_OPTIONS from /etc/default/reclaimd, as the unit's EnvironmentFile= gives them
+    default = os.path.join(tmp, "default-reclaimd")
+    with open(default, "w") as f:
+        f.write('RECLAIMD_OPTIONS="--log-level debug"\n')
     cmd = (boot_command().replace("/usr/sbin/reclaimd run", f"{binary} run --dry-run")
            .replace("/etc/reclaimd/policy.yaml", os.path.join(REPO, "deploy", "policy.yaml"))
+           .replace("/etc/default/reclaimd", default)
            .replace("/var/log/reclaimd.log", log).replace("/run/reclaimd", rundir))
     t0 = time.monotonic()
     r = run(["/bin/sh", "-c", cmd], timeout=10)
@@ -87,6 +92,8 @@ def check_boot_command(c, binary, tmp):
         time.sleep(0.1)
     c.equal(len(pids), 1, "one reclaimd runs in the background")
     c.ok(os.path.exists(log) and "event=start" in open(log).read(), "it logs to the file")
+    c.ok(os.path.exists(log) and " debug event=" in open(log).read(),
+         "with the options /etc/default/reclaimd sets (--log-level debug)")
     for pid in pids:
         c.ok(os.getsid(pid) == pid, "in a session of its own (setsid), detached from the boot command")
         os.kill(pid, signal.SIGTERM)
