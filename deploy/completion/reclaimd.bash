@@ -79,7 +79,7 @@ _reclaimd() {
 		'') _reclaimd_words "$common $run_flags --version" ;;
 		run) _reclaimd_words "$common $run_flags" ;;
 		probe) _reclaimd_words '--config --proc-root --cgroup-root --help' ;;
-		status) _reclaimd_words '--socket --help' ;;
+		status) _reclaimd_words '--socket --json --help' ;;
 		check-config)
 			if [[ -n $file ]]; then
 				_reclaimd_words '--explain --help'

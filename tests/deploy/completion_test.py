@@ -8,7 +8,9 @@ mountinfo (on hybrid hosts /sys/fs/cgroup is a tmpfs of v1 hierarchies, not the 
 
 Usage: completion_test.py
 """
+import argparse
 import os
+import re
 import shutil
 import sys
 import tempfile
@@ -82,7 +84,7 @@ def check_bash(c, mountinfo, work):
         "reclaimd ": ["check-config", "probe", "run", "status"],
         "reclaimd --log-level ": ["debug", "error", "info", "off", "trace", "warn"],
         "reclaimd run --metr": ["--metrics-file", "--metrics-listen"],
-        "reclaimd status --": ["--help", "--socket"],
+        "reclaimd status --": ["--help", "--json", "--socket"],
         "reclaimd check-config ": ["policy.yaml"],
         "reclaimd check-config policy.yaml --explain ": ["build.slice/", "system.slice/", "user.slice/"],
         "reclaimd check-config policy.yaml --explain sys": ["system.slice/"],
@@ -104,7 +106,7 @@ def check_zsh(c, mountinfo, work):
         "reclaimd ": ["check-config", "probe", "run", "status"],
         "reclaimd --log-level=": ["debug", "error", "info", "off", "trace", "warn"],
         "reclaimd run --metr": ["--metrics-file", "--metrics-listen"],
-        "reclaimd status --": ["--help", "--socket"],
+        "reclaimd status --": ["--help", "--json", "--socket"],
         "reclaimd check-config ": ["policy.yaml"],
         "reclaimd check-config policy.yaml --explain ": ["build.slice", "system.slice", "user.slice"],
         # _files also hands compadd the directory already typed.
@@ -115,13 +117,42 @@ def check_zsh(c, mountinfo, work):
         c.equal(got, want, f"zsh: {line!r}") or print("      " + r.stdout[-1500:] + r.stderr[-1500:])
 
 
+def help_options(binary, sub):
+    """The long options `reclaimd SUB --help` lists: what a completion of SUB must offer."""
+    out = run([binary, sub, "--help"]).stdout
+    opts = set()
+    for line in out.splitlines():
+        if line.startswith("  -"):
+            opts.update(re.findall(r"(?:^|,)(--[a-z][a-z-]*)", line.strip().split(" ")[0]))
+    return sorted(opts)
+
+
+def check_options(c, binary, mountinfo, work):
+    """Each subcommand's completions offer exactly the options its --help lists."""
+    lines = {sub: f"reclaimd {sub} --" for sub in ("run", "probe", "status")}
+    lines["check-config"] = "reclaimd check-config policy.yaml --"
+    r = run(["bash", "-c", BASH_DRIVER, "driver", BASH, mountinfo, work], input="\n".join(lines.values()) + "\n")
+    got = dict(line.split("=>", 1) for line in r.stdout.splitlines() if "=>" in line)
+    for sub, line in lines.items():
+        want = help_options(binary, sub)
+        c.ok(len(want) >= 1, f"{sub} --help lists options")
+        c.equal(sorted(got.get(line, "").split()), want, f"bash: {line!r} offers what {sub} --help lists")
+        if shutil.which("zsh"):
+            zgot, _ = zsh_complete(mountinfo, work, line)
+            c.equal(zgot, want, f"zsh: {line!r} offers what {sub} --help lists")
+
+
 def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--binary", required=True)
+    a = p.parse_args()
     c = Checks("shell completion")
     tmp = tempfile.mkdtemp(prefix="reclaimd-completion-")
     try:
         mountinfo, work = fixture(tmp)
         check_bash(c, mountinfo, work)
         check_zsh(c, mountinfo, work)
+        check_options(c, os.path.realpath(a.binary), mountinfo, work)
     finally:
         shutil.rmtree(tmp)
     return c.done()
