@@ -128,17 +128,29 @@ void initLogging(spdlog::level::level_enum level) {
   spdlog::set_default_logger(logger);
 }
 
-void emit(const Event& event) {
-  spdlog::level::level_enum level = spdlog::level::info;
-  switch (event.severity()) {
-    case Severity::Trace: level = spdlog::level::trace; break;
-    case Severity::Debug: level = spdlog::level::debug; break;
-    case Severity::Info: level = spdlog::level::info; break;
-    case Severity::Warn: level = spdlog::level::warn; break;
-    case Severity::Error: level = spdlog::level::err; break;
+namespace {
+
+spdlog::level::level_enum toLevel(Severity severity) {
+  switch (severity) {
+    case Severity::Trace: return spdlog::level::trace;
+    case Severity::Debug: return spdlog::level::debug;
+    case Severity::Info: return spdlog::level::info;
+    case Severity::Warn: return spdlog::level::warn;
+    case Severity::Error: return spdlog::level::err;
   }
+  return spdlog::level::info;
+}
+
+}  // namespace
+
+void emit(const Event& event) {
+  const spdlog::level::level_enum level = toLevel(event.severity());
   if (!spdlog::should_log(level)) return;
   spdlog::log(level, "{}", event.text());
+}
+
+bool logs(Severity severity) {
+  return spdlog::should_log(toLevel(severity));
 }
 
 void shutdownLogging() {

@@ -16,6 +16,7 @@
 namespace reclaimd {
 
 class Event;
+enum class Severity;
 
 // "trace" | "debug" | "info" | "warn" | "error" | "off".
 std::optional<spdlog::level::level_enum> parseLogLevel(std::string_view name);
@@ -35,6 +36,9 @@ bool stderrIsJournal();
 
 // Logs one event (Event.h) at its severity, as one line.
 void emit(const Event& event);
+// Whether events of `severity` reach the log at its level: a caller that would build one every
+// second (the per-tick trace line) asks first, so a daemon at info does not format it at all.
+bool logs(Severity severity);
 
 // Flushes and stops the logging thread; call before exit.
 void shutdownLogging();

@@ -165,7 +165,7 @@ void Engine::observeCpu(Sensors& in, const CpuSample& sample) {
         .add("interval_busy_pct", v.intervalPercent, 3)
         .add("reclaimable_mib", mem ? formatMiB(mem->reclaimable()) : "?");
   }
-  if (!v.idle()) {
+  if (!v.idle() && setup_.traceTicks) {
     emit(Severity::Trace, "tick")
         .add("state", toString(v.state))
         .add("window_busy_pct", v.windowPercent, 3)
@@ -180,6 +180,7 @@ void Engine::sayWhyHeld(TimePoint now, Sensors& in) {
     heldSaid_.reset();
     return;
   }
+  if (heldSaid_ && now - heldSaidAt_ < kHeldEvery) return;  // first: the check runs every tick
   // The answer: the state and the cgroups named (not their shares, which move every scan).
   const auto busy = busy_.top(kBusyTop, now);
   std::string names;

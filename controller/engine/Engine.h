@@ -50,6 +50,9 @@ inline constexpr std::chrono::seconds kHeldEvery{60};
 struct EngineSetup {
   bool dryRun = false;    // decide and log; the plan holds no writes
   std::string ownCgroup;  // reclaimd's cgroup (relative), so its CPU is not held against a target
+  // Build the per-tick trace event: only when the log shows trace (formatting it every second
+  // was a third of a quiet wakeup's cost in user space).
+  bool traceTicks = true;
 };
 
 // Refaults that jumped after a probe hold a busy target's cache at its level this long; then

@@ -65,7 +65,7 @@ Result<void> blockDaemonSignals() {
 Daemon::Daemon(DaemonOptions options, policies::Policy policy, const Clock& clock)
     : options_(std::move(options)),
       clock_(clock),
-      engine_(std::move(policy), EngineSetup{options_.dryRun, ownCgroup(options_.paths)}),
+      engine_(std::move(policy), EngineSetup{options_.dryRun, ownCgroup(options_.paths), logs(Severity::Trace)}),
       pressure_(options_.paths.procRoot) {
   const long hz = ::sysconf(_SC_CLK_TCK);
   if (hz > 0) tick_ = nanoseconds(1'000'000'000 / hz);
