@@ -30,8 +30,10 @@ bool busy(const IdleVerdict* v, double threshold) {
   return v->state == IdleState::Busy || (v->state == IdleState::Warmup && v->intervalPercent > threshold);
 }
 
+// Work goes on now: the current interval and the last sample's span are both busy, so the
+// interval's memory of work that just ended allows no probe (a user who paused keeps a warm cache).
 bool working(const IdleVerdict* v, double threshold) {
-  return v && v->intervalPercent > threshold;
+  return v && v->intervalPercent > threshold && v->spanPercent > threshold;
 }
 
 }  // namespace
