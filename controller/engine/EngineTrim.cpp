@@ -10,9 +10,9 @@
 // the probe. Then the target's cache is held at that level (kTrimHold), and PSI pressure stops
 // probes as it stops steps. Probes never go below the target's floor.
 //
-// A probe starts only when the target has been busy for a whole grace period and works in the
-// current interval: a user who paused, or work that just ended, keeps a warm cache exactly as the
-// seed promises (the grace period before reclaim is unchanged for a machine that goes idle).
+// A probe starts only when the target has been busy for a whole grace period and works now (its
+// current interval and its last sample's span both busy): a user who paused, or work that just ended, keeps a warm
+// cache exactly as the seed promises (the grace period before reclaim is unchanged for a machine that goes idle).
 #include <algorithm>
 
 #include "base/Units.h"
