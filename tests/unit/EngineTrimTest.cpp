@@ -108,11 +108,11 @@ TEST_F(EngineTrimTest, AUserWhoPausedKeepsAWarmCacheForTheWholeGrace) {
   run(5min);  // long enough to be trimmed
   ASSERT_FALSE(trims().empty());
   sim_.setMachineBusy(0);
-  run(1s);  // one sample: the last span is quiet
+  run(11s);  // the current interval (10 s) empties
   const std::size_t quiet = sim_.writes().size();
   // 10 % busy until the pause: the 2-minute window is under 0.5 % once the busy part is under
   // 6 s of it, 114 s into the pause (the window's slack), when the idle period begins.
-  run(110s);
+  run(100s);
   EXPECT_EQ(sim_.writes().size(), quiet) << "no probe while the user only paused";
   ASSERT_TRUE(runUntil([&] { return sim_.writes().size() > quiet; }, 10s));
   EXPECT_EQ(count("idle_entered"), 1u) << "the next write is the idle period's";
