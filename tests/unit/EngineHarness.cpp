@@ -53,6 +53,12 @@ std::vector<Event> EngineHarness::named(const std::string& name) const {
   return out;
 }
 
+void EngineHarness::stallTheMachine() {
+  sim_.setMachineStall(0.5);
+  sim_.pressureEvent(controller::kMachineScope);
+  run(std::chrono::seconds(2));
+}
+
 std::vector<Write> EngineHarness::writesSince(std::size_t from) const {
   const auto& w = sim_.writes();
   return from >= w.size() ? std::vector<Write>{} : std::vector<Write>(w.begin() + static_cast<long>(from), w.end());

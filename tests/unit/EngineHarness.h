@@ -32,6 +32,8 @@ class EngineHarness : public ::testing::Test {
   std::vector<Event> named(const std::string& name) const;
   // Writes after index `from`.
   std::vector<Write> writesSince(std::size_t from) const;
+  // The machine stalls half the time, its PSI trigger fires, and 2 s pass: one backoff.
+  void stallTheMachine();
   double mib(const std::string& value) const { return std::stod(value); }
 
   ManualClock clock_;

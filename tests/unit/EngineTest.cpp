@@ -92,10 +92,7 @@ TEST_F(EngineTest, PressureBacksOffThenResumesWithAHalvedStepThatDoublesBack) {
   sim_.addCgroup("work", 3000 * kMiB);
   start("reclaim: {step_min: 64M, step_max: 64M, floor: 128M}\npressure: {calm: 30s, min_step: 16M}\n");
   ASSERT_TRUE(runUntil([&] { return count("reclaim_step") >= 2; }, 3min));
-  // Pressure: the machine stalls 50 % of the time and the trigger fires.
-  sim_.setMachineStall(0.5);
-  sim_.pressureEvent(kMachineScope);
-  run(2s);
+  stallTheMachine();  // the machine stalls 50 % of the time and the trigger fires
   EXPECT_EQ(count("backoff"), 1u);
   const std::size_t before = sim_.writes().size();
   sim_.setMachineStall(0);

@@ -137,9 +137,7 @@ TEST_F(EngineTrimTest, PressureStopsProbes) {
   sim_.setMachineBusy(0.04);
   start("pressure: {calm: 60s}\n");
   ASSERT_TRUE(runUntil([&] { return trims().size() >= 2; }, 4min));
-  sim_.setMachineStall(0.5);
-  sim_.pressureEvent(kMachineScope);
-  run(2s);
+  stallTheMachine();
   ASSERT_EQ(count("backoff"), 1u);
   const std::size_t before = sim_.writes().size();
   sim_.setMachineStall(0);
