@@ -10,7 +10,6 @@ namespace reclaimd::testing {
 namespace {
 
 using namespace std::chrono_literals;
-using controller::kMachineScope;
 
 class EngineTrimTest : public EngineHarness {
  protected:
