@@ -163,7 +163,8 @@ complete_line 'reclaimd status --'
             "completion offers the log levels")
     c.equal(sorted(got.get("reclaimd run --metr", "").split()), ["--metrics-file", "--metrics-listen"],
             "completion offers run's metrics options")
-    c.equal(got.get("reclaimd status --", "").split(), ["--socket", "--help"], "completion offers status --socket")
+    c.equal(sorted(got.get("reclaimd status --", "").split()), ["--help", "--json", "--socket"],
+            "completion offers status's options")
 
 
 def main():
