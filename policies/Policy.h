@@ -42,6 +42,11 @@ struct IdleSettings {
   // end of the grace period, so reclaim starts within a fraction of a second of it. false:
   // sample only every samplePeriod, as WSL does (with 10s: its timing, for comparisons).
   bool predict = true;
+  // Gradual mode, where the machine-wide settings govern: a systemd unit or scope (`*.service`,
+  // `*.scope`) whose own CPU stayed at or under the threshold (of one CPU) for a grace period is
+  // reclaimed to reclaim.cgroupFloor while the machine stays busy (controller/engine/EngineUnits.cpp),
+  // so a finished build's scope is not held hostage by an editor's service.
+  bool units = true;
 };
 
 struct ReclaimSettings {

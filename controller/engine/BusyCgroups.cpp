@@ -12,7 +12,8 @@ namespace {
 
 // At most this many older scans are kept as baselines, spread over the span compared: whatever
 // the grace, the baseline lies within a quarter of the span (plus one scan period) of its start,
-// and at most six scans are held (4,096 cgroups with 22-byte names measured 350 KiB a scan).
+// and at most seven scans are held, one of them older than the span for quiet() (4,096 cgroups
+// with 22-byte names measured 350 KiB a scan).
 constexpr int kMaxAnchors = 4;
 
 using ByPath = std::unordered_map<std::string_view, const CgroupCpu*>;
@@ -64,7 +65,8 @@ void BusyCgroups::add(TimePoint at, nanoseconds machineTotal, nanoseconds ownCpu
     anchors_.push_back(std::move(*newest_));
   newest_ = Snapshot{at, machineTotal, ownCpu, std::move(scan)};
   lastTry_ = at;
-  while (!anchors_.empty() && at - anchors_.front().at > lookback())
+  // One scan older than the span is kept: quiet() needs a baseline a whole window back.
+  while (anchors_.size() > 1 && at - anchors_[1].at > lookback())
     anchors_.pop_front();
 }
 
@@ -80,6 +82,31 @@ std::vector<BusyCgroup> BusyCgroups::top(std::size_t n, TimePoint now) const {
     if (newest_->at - from.at <= lookback()) return rank(from, *newest_, n);
   }
   return {};
+}
+
+std::vector<QuietCgroup> BusyCgroups::quiet(double thresholdPercent,
+                                            const std::function<bool(std::string_view)>& pick) const {
+  if (!newest_) return {};
+  const Snapshot* from = nullptr;
+  for (const Snapshot& s : anchors_) {
+    if (newest_->at - s.at >= window_) from = &s;
+  }
+  if (!from) return {};
+  ByPath before;
+  for (const CgroupCpu& c : from->scan.cgroups)
+    before.emplace(c.path, &c);
+  const double span = duration<double>(newest_->at - from->at).count();
+  std::vector<QuietCgroup> out;
+  for (const CgroupCpu& c : newest_->scan.cgroups) {
+    if (!pick(c.path)) continue;
+    auto it = before.find(c.path);
+    // Not there a window ago (or another cgroup under its name, or a counter that went back):
+    // it has not been quiet for a whole window, as far as anyone can tell.
+    if (it == before.end() || it->second->inode != c.inode || c.usage < it->second->usage) continue;
+    const double percent = 100.0 * duration<double>(c.usage - it->second->usage).count() / span;
+    if (percent <= thresholdPercent) out.push_back(QuietCgroup{c.path, c.inode, c.usage, newest_->at, percent});
+  }
+  return out;
 }
 
 std::vector<BusyCgroup> BusyCgroups::rank(const Snapshot& from, const Snapshot& to, std::size_t n) const {

@@ -20,8 +20,10 @@
 #include <cstddef>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "base/Clock.h"
@@ -41,6 +43,16 @@ struct CgroupCpu {
   std::string path;         // relative to the cgroup root, "" for the root
   std::uint64_t inode = 0;  // the cgroup's identity: a new inode under an old name is a new cgroup
   std::chrono::nanoseconds usage{0};
+};
+
+// A cgroup that was quiet for a whole window: its subtree's CPU between two scans at least the
+// window apart, as a share of one CPU.
+struct QuietCgroup {
+  std::string path;
+  std::uint64_t inode = 0;
+  std::chrono::nanoseconds usage{0};  // its cumulative usage in the newest scan
+  TimePoint at{};                     // when the newest scan was taken
+  double percent = 0;                 // of one CPU, over the span
 };
 
 // One scan of the tree. `complete` is false when some cgroup was not read (the walk stopped at
@@ -80,6 +92,15 @@ class BusyCgroups {
   // older than the window at `now` (the machine was idle since: nothing is being measured).
   // As Status shows them: "/" for the root, busyPercent 0-100.
   std::vector<BusyCgroup> top(std::size_t n, TimePoint now) const;
+
+  // The cgroups `pick` accepts whose whole subtree used at most `thresholdPercent` of one CPU
+  // between the newest scan and the newest older one taken at least the window before it (the
+  // same cgroup, by inode, in both), in the newest scan's order (parents first). Empty when no
+  // scan lies a window back. A share of one CPU, not of all: a unit's own work is judged as a
+  // cgroup rule's `idle_source: cgroup` is.
+  std::vector<QuietCgroup> quiet(double thresholdPercent, const std::function<bool(std::string_view)>& pick) const;
+  // When the newest scan was taken (nothing before the first).
+  std::optional<TimePoint> newestAt() const { return newest_ ? std::optional(newest_->at) : std::nullopt; }
 
   // Forgets every scan (the next two are needed before top() answers again).
   void clear();

@@ -34,6 +34,10 @@
 
 namespace reclaimd::controller {
 
+// A systemd unit's or scope's cgroup (`*.service`, `*.scope`): judged by its own CPU where the
+// machine-wide settings govern it (idle.units).
+bool isUnitCgroup(std::string_view path);
+
 // With rules, the tree is walked again at least this often: new cgroups are found within it,
 // and a walk made in the same turn always precedes a write, so a protected cgroup created under
 // a target is never reclaimed through it.
@@ -181,6 +185,19 @@ class Engine {
   void settleStep(TargetState& t, const StepOutcome& step, bool pressed, TimePoint now);
   void fallBack();
 
+  // EngineUnits.cpp: systemd units judged by their own CPU inside machine-governed targets.
+  struct UnitPick {
+    QuietCgroup quiet;
+    std::uint32_t within = 0;  // the enclosing target's id
+  };
+  int enclosingTarget(std::string_view path, const std::vector<TargetState>& in) const;
+  std::vector<UnitPick> quietUnits() const;
+  void judgeUnits(TimePoint now, Sensors& in);
+  bool adoptUnit(const UnitPick& u, TimePoint now, Sensors& in);
+  void checkUnitCpu(TargetState& t, TimePoint now, Sensors& in);
+  void pruneUnits();
+  void carryUnits(std::vector<TargetState>& next);
+
   // EngineTrim.cpp: probing busy targets' cold cache.
   void judgeTrim(TargetState& t, TimePoint now);
   bool trimDue(const TargetState& t, TimePoint now) const;
@@ -213,6 +230,14 @@ class Engine {
   TimePoint heldSaidAt_{};
 
   std::vector<TargetState> targets_;
+  // Units left at rest (at their floor, or stalled): the reclaimable bytes they held then, so a
+  // unit is taken again only when its cache grew. Kept while the unit stays quiet.
+  struct Rest {
+    std::uint64_t inode = 0;
+    std::uint64_t bytes = 0;
+  };
+  std::unordered_map<std::string, Rest> unitRest_;
+  std::optional<TimePoint> unitsJudgedAt_;  // the scan units were last judged from
   std::uint32_t nextId_ = 1;  // 0 is the machine's scope
   std::optional<TimePoint> lastWalk_;
   std::optional<Scope> machineScope_;

@@ -13,6 +13,7 @@ using namespace std::chrono;
 
 void Engine::gradualTurn(TimePoint now, Sensors& in, Plan& plan) {
   ensureTargets(now, in, false);
+  if (busy_.newestAt() && busy_.newestAt() != unitsJudgedAt_) judgeUnits(now, in);
   sampleCgroupCpu(now, in);
   judgeTargets(now);
   for (TargetState& t : targets_) {
@@ -40,6 +41,7 @@ void Engine::gradualTurn(TimePoint now, Sensors& in, Plan& plan) {
     return;
   }
   measureTargets(now, in, *mem);
+  pruneUnits();
   std::vector<PlannedShare> shares = planPass(*mem, now);
   // About to write: the decomposition must be from this turn, so a cgroup created since the
   // last walk under a target with another rule is never reclaimed through its parent. Only
@@ -48,6 +50,7 @@ void Engine::gradualTurn(TimePoint now, Sensors& in, Plan& plan) {
     if (!walk(now, in)) return;  // without a fresh walk nothing is written
     judgeTargets(now);
     measureTargets(now, in, *mem);
+    pruneUnits();
     shares = planPass(*mem, now);
   }
   scheduleTrims(now);

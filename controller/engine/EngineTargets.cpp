@@ -73,6 +73,7 @@ bool Engine::walk(TimePoint now, Sensors& in) {
           .add("error", tree->incompleteErrno ? std::strerror(tree->incompleteErrno) : "too many cgroups");
     }
   }
+  carryUnits(next);
   targets_ = std::move(next);
   lastWalk_ = now;
   ++scopesVersion_;
@@ -86,7 +87,7 @@ void Engine::adopt(std::vector<TargetState>& next, const std::unordered_map<std:
   const RefaultConfig refaults{gov.pressure.refaultWindow, gov.pressure.refaultLimit / 4096};
   auto found = old.find(path);
   TargetState* same = found == old.end() ? nullptr : &targets_[found->second];
-  if (same && same->inode == inode && same->gov.rule == gov.rule && !same->gone) {
+  if (same && !same->unit && same->inode == inode && same->gov.rule == gov.rule && !same->gone) {
     TargetState kept = std::move(*same);
     kept.gov = gov;  // a reload may have changed the rule's settings
     if (kept.usesCgroupCpu() && !kept.cpuIdle) kept.cpuIdle.emplace(idleConfigOf(gov.idle));
@@ -127,6 +128,7 @@ void Engine::readFailed(TargetState& t, const Error& error) {
 
 void Engine::sampleCgroupCpu(TimePoint now, Sensors& in) {
   for (TargetState& t : targets_) {
+    if (t.unit && !t.gone) checkUnitCpu(t, now, in);
     if (!t.cpuIdle || t.gone) continue;
     auto usage = in.cgroupCpu(t.ref());
     if (!usage) {
@@ -156,6 +158,10 @@ bool keepsPeriod(const IdleVerdict& v) {
 void Engine::judgeTargets(TimePoint now) {
   const bool announce = !policy_.rules.empty();  // without rules the root mirrors the machine
   for (TargetState& t : targets_) {
+    if (t.unit) {  // judged by the scans and checkUnitCpu()
+      t.idle = t.inPeriod = !t.unit->busy;
+      continue;
+    }
     const IdleVerdict* sys = t.usesSystemCpu() ? &systemVerdict(t.gov.idle) : nullptr;
     const IdleVerdict* own = t.usesCgroupCpu() ? &t.cpuVerdict : nullptr;
     const bool idle = (!sys || sys->idle()) && (!own || (t.cpuIdle && own->idle()));

@@ -36,6 +36,16 @@ struct TrimState {
   std::uint64_t probes = 0;  // probes written
 };
 
+// A systemd unit or scope judged by its own CPU inside a target that the machine-wide settings
+// govern (EngineUnits.cpp): the target it lies in, and its CPU when it was last judged quiet.
+struct UnitState {
+  std::uint32_t within = 0;  // the enclosing target's id
+  std::chrono::nanoseconds usage{0};
+  TimePoint at{};
+  double percent = 0;  // of one CPU over the window, as judged
+  bool busy = false;   // worked since: dropped at the end of the turn
+};
+
 struct TargetState {
   std::uint32_t id = 0;  // unique for the daemon's life; also the id of its pressure scope
   std::string path;      // relative; "" is the root
@@ -52,6 +62,7 @@ struct TargetState {
   std::optional<Scope> scope;
   RefaultGuard refaults;
   TrimState trim;
+  std::optional<UnitState> unit;  // set: a unit target, reclaimed while quiet (idle.units)
   std::optional<MemoryReading> measured;  // this turn's reading, when taken
   bool gone = false;                      // its files were found gone: dropped at the next walk
 
@@ -72,7 +83,7 @@ struct TargetState {
   }
   bool isRoot() const { return path.empty(); }
   std::string label() const { return path.empty() ? "/" : path; }
-  std::string rule() const { return gov.rule < 0 ? "machine" : std::to_string(gov.rule + 1); }
+  std::string rule() const { return unit ? "unit" : gov.rule < 0 ? "machine" : std::to_string(gov.rule + 1); }
   bool usesCgroupCpu() const { return gov.idleSource != policies::IdleSource::System; }
   bool usesSystemCpu() const { return gov.idleSource != policies::IdleSource::Cgroup; }
   // Idle and gradual: a pass may write to it.

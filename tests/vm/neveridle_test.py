@@ -29,7 +29,8 @@ Asserted per phase:
   - `reclaimd status --json` (at 60 s) lists the background process's cgroup in busy_cgroups and
     the text status names it on its "kept busy by:" line.
 Usage: neveridle_test.py --kernel 6.12 --reclaimd build/controller/reclaimd [--trim on|off|omit]
-       [--sample-period 100ms] [--floor 16] [--phases "a b"]
+       [--sample-period 100ms] [--floor 16] [--phases "a b u"]
+Phase u (units): see units_checks.py.
 --floor below the hot set (16) makes the probes reach it: the refault hold (trim_held) has to
 stop them, and the hot-set check tells whether it did in time.
 """
@@ -41,6 +42,7 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import scenario  # noqa: E402
+import units_checks  # noqa: E402
 import vm  # noqa: E402
 
 SCALE = 12                      # trim.interval 500 ms against Senpai's 6 s
@@ -246,7 +248,7 @@ def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--kernel", required=True, choices=vm.kernels.SERIES)
     p.add_argument("--reclaimd", required=True)
-    p.add_argument("--phases", default="a b", help="a: background apart, b: together")
+    p.add_argument("--phases", default="a b u", help="a: background apart, b: together, u: units (units_checks.py)")
     p.add_argument("--trim", default="on", choices=("on", "off", "omit"),
                    help="off: trim.enabled false; omit: no trim section (a build before trimming)")
     p.add_argument("--sample-period", default="", help="idle.sample_period (default: the policy's, 1s)")
@@ -257,14 +259,18 @@ def main(argv=None):
     FLOOR_MIB, BOUND_MIB = a.floor, (a.floor + HOT_MIB) * 1.10
     timeline = scenario.Timeline()
     r = vm.run(os.path.join(HERE, "guest", "neveridle.sh"), kernel=a.kernel,
-               add=[(a.reclaimd, "/usr/bin/reclaimd"), (os.path.join(HERE, "guest", "lib.sh"), "/test/lib.sh")],
+               add=[(a.reclaimd, "/usr/bin/reclaimd"), (os.path.join(HERE, "guest", "lib.sh"), "/test/lib.sh"),
+                    (os.path.join(HERE, "guest", "units.sh"), "/test/units.sh")],
                data="4x100,32", env={"PHASES": a.phases, "TRIM": a.trim, "SAMPLE_PERIOD": a.sample_period,
                     "STATUS_AT_S": str(STATUS_AT_S),
-                    "FLOOR": f"{a.floor}M" if a.floor != 128 else ""}, timeout=420,
+                    "FLOOR": f"{a.floor}M" if a.floor != 128 else ""}, timeout=540,
                log_dir=a.log_dir or f"/tmp/reclaimd-vm-neveridle-{a.kernel}", on_line=timeline.add)
     c = scenario.Checks(f"never idle on {a.kernel}")
     c.check(r.code == 0, f"VM ran the phases ({r.outcome}, exit {r.code}, logs in {r.log_dir})")
     for key in a.phases.split():
+        if key == "u":
+            units_checks.check_units(c, timeline.of("units"), a.kernel)
+            continue
         name, bg_cgroup = PHASES[key]
         s = timeline.of(name)
         tag = f"{a.kernel} {name}"

@@ -8,8 +8,9 @@
 # earlier work) and then keeps re-reading a 32 MiB hot set (file4) every second; reclaimd starts
 # with the default policy but for the scaled grace and trim interval, and runs for 75 s while the
 # machine's cache, work.slice's disk reads and the memory PSI totals are sampled every second.
-# Phase a: the background process in bg.slice; phase b: in work.slice with the cache.
-# Env: PHASES (default "a b"), BURN_MS (20), TRIM (on | off: trim.enabled false | omit: no trim
+# Phase a: the background process in bg.slice; phase b: in work.slice with the cache; phase u:
+# units (guest/units.sh): a finished build's scope beside a busy editor's service.
+# Env: PHASES (default "a b u"), BURN_MS (20), TRIM (on | off: trim.enabled false | omit: no trim
 # section, for a build that predates it), SAMPLE_PERIOD and FLOOR (default: the
 # policy's), RUN_S (75), STATUS_AT_S (60).
 # Needs the 4x100,32 data disk. The host (neveridle_test.py) asserts on what this prints:
@@ -194,10 +195,14 @@ phase() {
 	echo "@@EXIT $1 code=$_code"
 }
 
-for p in ${PHASES:-a b}; do
+# shellcheck source=units.sh
+. /test/units.sh
+
+for p in ${PHASES:-a b u}; do
 	case $p in
 	a) phase apart bg.slice ;;
 	b) phase together work.slice ;;
+	u) units_phase ;;
 	esac
 done
 echo "@@MARK done t_ms=0"

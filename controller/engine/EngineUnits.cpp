@@ -1,0 +1,218 @@
+// Units: systemd units and scopes judged by their own CPU where no rule governs them.
+//
+// Without rules the machine is one target, judged by the machine's CPU, so a finished build's
+// scope keeps its cache for as long as an editor's service keeps the machine over the threshold.
+// The tree already says whose work that was: a unit's cpu.stat counts its whole subtree. So the
+// scans that name the cgroups keeping the machine busy (BusyCgroups.h: every kBusyScanEvery while
+// the machine is not idle) also find the units that used at most the idle threshold of one CPU
+// over a whole grace period. Each such unit, inside a target the machine-wide settings govern and
+// holding kUnitExcess above reclaim.cgroup_floor, becomes a target of its own for as long as it
+// stays quiet: its cache goes to that floor in the machine's steps, with the same pressure and
+// refault guards, while the target around it is trimmed as before. Only the highest quiet unit of
+// a subtree is taken (user@1000.service quiet as a whole is one target, not one per app), and a
+// unit's CPU is checked on every turn it is a target: any work past the threshold drops it.
+//
+// Names are systemd's: `*.service` and `*.scope` (Docker's and Kubernetes' containers under the
+// systemd driver are scopes). Slices are not judged: their cache is what their units left
+// behind, and the target around them trims it.
+#include <algorithm>
+#include <string_view>
+#include <unordered_map>
+
+#include "base/Units.h"
+#include "controller/engine/Engine.h"
+#include "policies/Step.h"
+
+namespace reclaimd::controller {
+
+using namespace std::chrono;
+
+namespace {
+
+// A unit becomes a target when it holds this much above its floor (and as much more than it
+// held when it was last left at rest): a finished build holds hundreds of MiB, and an idle
+// service's few MiB are not worth a step.
+constexpr std::uint64_t kUnitExcess = 32 * kMiB;
+
+bool endsWith(std::string_view s, std::string_view tail) {
+  return s.size() >= tail.size() && s.substr(s.size() - tail.size()) == tail;
+}
+
+std::string_view parentOf(std::string_view path) {
+  const std::size_t slash = path.rfind('/');
+  return slash == std::string_view::npos ? std::string_view() : path.substr(0, slash);
+}
+
+}  // namespace
+
+bool isUnitCgroup(std::string_view path) {
+  const std::string_view name = path.substr(path.rfind('/') == std::string_view::npos ? 0 : path.rfind('/') + 1);
+  return endsWith(name, ".service") || endsWith(name, ".scope");
+}
+
+// The target the machine-wide settings govern that `path` lies strictly below, in gradual mode;
+// -1 if none.
+int Engine::enclosingTarget(std::string_view path, const std::vector<TargetState>& in) const {
+  std::unordered_map<std::string_view, int> byPath;
+  for (std::size_t i = 0; i < in.size(); ++i) {
+    const TargetState& t = in[i];
+    if (!t.unit && !t.gone && t.gov.rule < 0 && t.gov.mode == policies::Mode::Gradual)
+      byPath.emplace(t.path, static_cast<int>(i));
+  }
+  for (std::string_view p = path; !p.empty();) {
+    p = parentOf(p);
+    if (auto it = byPath.find(p); it != byPath.end()) return it->second;
+  }
+  return -1;
+}
+
+// After a new scan: the quiet units, the highest of each subtree, inside a busy machine target.
+std::vector<Engine::UnitPick> Engine::quietUnits() const {
+  std::vector<UnitPick> out;
+  if (!policy_.idle.units || mode_.mode != policies::Mode::Gradual) return out;
+  std::string taken;  // the last unit taken: the scan is in pre-order, its subtree follows it
+  bool any = false;
+  for (const QuietCgroup& q : busy_.quiet(policy_.idle.thresholdPercent, isUnitCgroup)) {
+    if (any && within(q.path, taken)) continue;
+    // reclaimd's own unit: its CPU is its work, not the unit's.
+    if (!setup_.ownCgroup.empty() && within(setup_.ownCgroup, q.path)) continue;
+    const int enclosing = enclosingTarget(q.path, targets_);
+    if (enclosing < 0 || targets_[static_cast<std::size_t>(enclosing)].active()) continue;
+    out.push_back(UnitPick{q, targets_[static_cast<std::size_t>(enclosing)].id});
+    taken = q.path;
+    any = true;
+  }
+  return out;
+}
+
+void Engine::judgeUnits(TimePoint now, Sensors& in) {
+  unitsJudgedAt_ = busy_.newestAt();
+  const std::vector<UnitPick> quiet = quietUnits();
+  std::unordered_map<std::string_view, const UnitPick*> byPath;
+  for (const auto& u : quiet)
+    byPath.emplace(u.quiet.path, &u);
+  // Unit targets the scan no longer calls quiet worked since (or left): dropped.
+  const std::size_t before = targets_.size();
+  targets_.erase(std::remove_if(targets_.begin(), targets_.end(),
+                                [&](const TargetState& t) {
+                                  if (!t.unit) return false;
+                                  auto it = byPath.find(t.path);
+                                  return it == byPath.end() || it->second->quiet.inode != t.inode;
+                                }),
+                 targets_.end());
+  for (TargetState& t : targets_) {
+    if (!t.unit) continue;
+    const QuietCgroup& q = byPath.at(t.path)->quiet;
+    t.unit->usage = q.usage;
+    t.unit->at = q.at;
+    t.unit->percent = q.percent;
+  }
+  bool changed = targets_.size() != before;
+  for (const auto& u : quiet) {
+    const bool held = std::any_of(targets_.begin(), targets_.end(),
+                                  [&](const TargetState& t) { return t.unit && t.path == u.quiet.path; });
+    if (!held) changed |= adoptUnit(u, now, in);
+  }
+  // Where a unit last rested is remembered only while it stays quiet.
+  for (auto it = unitRest_.begin(); it != unitRest_.end();)
+    it = byPath.count(it->first) ? std::next(it) : unitRest_.erase(it);
+  if (changed) ++scopesVersion_;
+}
+
+// A quiet unit becomes a target when its cache is worth a step: kUnitExcess above its floor and
+// above the level it was last left at.
+bool Engine::adoptUnit(const UnitPick& u, TimePoint now, Sensors& in) {
+  const CgroupRef ref{u.quiet.path, u.quiet.inode};
+  auto m = in.memory(ref);
+  if (!m) return false;  // gone, or unreadable: the next scan sees
+  policies::Governance gov = policy_.governance(-1, false);
+  gov.idleSource = policies::IdleSource::Cgroup;
+  gov.trim.enabled = false;  // the target around it trims
+  const auto rest = unitRest_.find(u.quiet.path);
+  const std::uint64_t from =
+      rest != unitRest_.end() && rest->second.inode == u.quiet.inode ? std::max(rest->second.bytes, gov.floor) : gov.floor;
+  if (m->reclaimable < from + kUnitExcess) return false;
+  TargetState t;
+  t.id = nextId_++;
+  if (nextId_ == kMachineScope) nextId_ = 1;
+  t.path = u.quiet.path;
+  t.inode = u.quiet.inode;
+  t.gov = gov;
+  t.firstSeen = now;
+  t.unit = UnitState{u.within, u.quiet.usage, u.quiet.at, u.quiet.percent};
+  t.idle = t.inPeriod = true;
+  t.lastReclaimable = m->reclaimable;
+  t.refaults.reconfigure(RefaultConfig{gov.pressure.refaultWindow, gov.pressure.refaultLimit / 4096});
+  emit(Severity::Info, "unit_quiet")
+      .add("cgroup", t.label())
+      .add("cpu_pct", u.quiet.percent, 3)
+      .add("threshold_pct", policy_.idle.thresholdPercent, 3)
+      .add("over_s", duration<double>(policy_.idle.grace).count(), 0)
+      .mib("reclaimable_mib", m->reclaimable)
+      .mib("floor_mib", gov.floor);
+  targets_.push_back(std::move(t));
+  return true;
+}
+
+// On every turn a unit is a target: work past the threshold since it was judged quiet (over at
+// least the current interval's span) ends it, as the machine's current interval would.
+void Engine::checkUnitCpu(TargetState& t, TimePoint now, Sensors& in) {
+  auto usage = in.cgroupCpu(t.ref());
+  if (!usage) {
+    readFailed(t, usage.error());
+    return;
+  }
+  const nanoseconds span = std::max<nanoseconds>(now - t.unit->at, policy_.idle.interval);
+  const double allowed = policy_.idle.thresholdPercent / 100.0 * duration<double>(span).count();
+  const double used = duration<double>(*usage - std::min(*usage, t.unit->usage)).count();
+  if (used <= allowed) return;
+  emit(Severity::Info, "unit_busy")
+      .add("cgroup", t.label())
+      .add("cpu_ms", used * 1000, 0)
+      .add("since_s", duration<double>(now - t.unit->at).count(), 0);
+  t.unit->busy = true;  // pruneUnits() drops it
+  t.idle = false;
+}
+
+// Units done with: at their floor (or stalled there) with no refault watch or backoff pending,
+// gone, found busy, or inside a target that is reclaimed as a whole now (idle).
+void Engine::pruneUnits() {
+  const std::size_t before = targets_.size();
+  targets_.erase(std::remove_if(targets_.begin(), targets_.end(),
+                                [&](const TargetState& t) {
+                                  if (!t.unit) return false;
+                                  const TargetState* around = target(t.unit->within);
+                                  if (t.gone || t.unit->busy || !around || around->active()) return true;
+                                  if (t.refaults.watching() || (t.scope && t.scope->backoff().active())) return false;
+                                  const bool atFloor = t.measured && t.measured->reclaimable <
+                                                                         t.floor() + policies::kMinRequestBytes;
+                                  if (!atFloor && !t.period.stalledAt) return false;
+                                  unitRest_[t.path] = Rest{t.inode, t.lastReclaimable};
+                                  return true;
+                                }),
+                 targets_.end());
+  if (targets_.size() != before) ++scopesVersion_;
+}
+
+}  // namespace reclaimd::controller
+
+namespace reclaimd::controller {
+
+// After a walk: a unit target stays while a target the machine governs still encloses it (and no
+// rule made the unit a target of its own).
+void Engine::carryUnits(std::vector<TargetState>& next) {
+  if (!policy_.idle.units) return;
+  const std::size_t walked = next.size();
+  for (TargetState& t : targets_) {
+    if (!t.unit || t.gone || t.unit->busy) continue;
+    if (std::any_of(next.begin(), next.begin() + static_cast<std::ptrdiff_t>(walked),
+                    [&](const TargetState& n) { return n.path == t.path; }))
+      continue;
+    const int around = enclosingTarget(t.path, next);
+    if (around < 0) continue;
+    t.unit->within = next[static_cast<std::size_t>(around)].id;
+    next.push_back(std::move(t));
+  }
+}
+
+}  // namespace reclaimd::controller

@@ -1,0 +1,181 @@
+// Units (issue 11, item 3): without rules, a systemd unit or scope whose own CPU stayed quiet for
+// a grace period is reclaimed to its floor while another unit keeps the machine busy.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "tests/unit/EngineHarness.h"
+
+namespace reclaimd::testing {
+namespace {
+
+using namespace std::chrono_literals;
+
+// Trimming off: what is written is the units' doing alone.
+constexpr const char* kNoTrim = "trim:\n  enabled: false\n";
+
+class EngineUnitsTest : public EngineHarness {
+ protected:
+  // An editor's service at 2 % of one CPU with a hot 160 MiB (more than the machine's 128 MiB
+  // floor, so the scope's own floor is what binds), and a build's scope that read 600 MiB and
+  // finished.
+  void editorAndBuild() {
+    sim_.addCgroup("user.slice", 0);
+    sim_.addCgroup("user.slice/editor.service", 160 * kMiB);
+    sim_.cgroup("user.slice/editor.service").cpuShare = 0.02;
+    sim_.cgroup("user.slice/editor.service").hot = 160 * kMiB;
+    sim_.addCgroup("user.slice/build.scope", 600 * kMiB);
+    sim_.setMachineBusy(0.02);
+  }
+  std::size_t writesTo(const std::string& path) const {
+    return static_cast<std::size_t>(
+        std::count_if(sim_.writes().begin(), sim_.writes().end(), [&](const Write& w) { return w.path == path; }));
+  }
+};
+
+TEST_F(EngineUnitsTest, AFinishedBuildsScopeIsReclaimedToItsFloorWhileAnEditorKeepsTheMachineBusy) {
+  editorAndBuild();
+  start(kNoTrim);
+  run(100s);
+  EXPECT_TRUE(sim_.writes().empty()) << "quiet for less than a grace period: nothing";
+  ASSERT_TRUE(runUntil([&] { return writesTo("user.slice/build.scope") > 0; }, 3min))
+      << "the scope is reclaimed within a scan period after its grace";
+  EXPECT_LE(elapsed(), 120s + 2 * controller::kBusyScanEvery);
+  run(30s);
+  EXPECT_NEAR(static_cast<double>(sim_.subtreeFile("user.slice/build.scope")) / kMiB, 16, 1)
+      << "down to reclaim.cgroup_floor";
+  EXPECT_EQ(writesTo("user.slice/editor.service"), 0u) << "the busy unit keeps its cache";
+  EXPECT_EQ(writesTo(""), 0u) << "the machine is busy: the root is not reclaimed as a whole";
+  EXPECT_EQ(sim_.subtreeFile("user.slice/editor.service"), 160 * kMiB);
+  EXPECT_EQ(count("idle_entered"), 0u);
+  ASSERT_EQ(count("unit_quiet"), 1u);
+  const Event quiet = named("unit_quiet")[0];
+  EXPECT_EQ(quiet.field("cgroup"), "user.slice/build.scope");
+  EXPECT_NEAR(mib(*quiet.field("reclaimable_mib")), 600, 1);
+  for (const Event& e : named("reclaim_step")) {
+    EXPECT_EQ(e.field("rule"), "unit");
+    EXPECT_EQ(e.field("kind"), "idle");
+  }
+  run(5min);
+  EXPECT_EQ(count("unit_quiet"), 1u) << "at its floor it is left alone: no step each scan";
+  EXPECT_EQ(writesTo("user.slice/editor.service"), 0u);
+}
+
+TEST_F(EngineUnitsTest, TheMachineFloorStillBinds) {
+  sim_.addCgroup("user.slice", 0);
+  sim_.addCgroup("user.slice/editor.service", 32 * kMiB);
+  sim_.cgroup("user.slice/editor.service").cpuShare = 0.02;
+  sim_.addCgroup("user.slice/build.scope", 200 * kMiB);
+  sim_.setMachineBusy(0.02);
+  start(kNoTrim);
+  run(6min);
+  ASSERT_GT(writesTo("user.slice/build.scope"), 0u);
+  EXPECT_NEAR(static_cast<double>(sim_.subtreeFile("")) / kMiB, 128, 1)
+      << "the scope's floor is 16 MiB, but the machine keeps 128 MiB in all";
+}
+
+TEST_F(EngineUnitsTest, AUnitThatWorksAgainIsLeftAtOnce) {
+  editorAndBuild();
+  sim_.cgroup("user.slice/build.scope").file = 4000 * kMiB;  // many steps' worth
+  sim_.beforeWrite = [&](const std::string& path, std::uint64_t) {
+    if (path == "user.slice/build.scope") sim_.cgroup(path).cpuShare = 0.5;  // the next build starts
+  };
+  start(kNoTrim);
+  ASSERT_TRUE(runUntil([&] { return writesTo("user.slice/build.scope") > 0; }, 5min));
+  const std::size_t steps = named("reclaim_step").size();
+  run(2min);
+  ASSERT_EQ(count("unit_busy"), 1u);
+  EXPECT_EQ(named("unit_busy")[0].field("cgroup"), "user.slice/build.scope");
+  EXPECT_LE(named("reclaim_step").size(), steps + 1) << "at most the step under way ends";
+  EXPECT_GT(sim_.subtreeFile("user.slice/build.scope"), 3000 * kMiB) << "the work keeps its cache";
+}
+
+TEST_F(EngineUnitsTest, AQuietUnitIsTakenWholeNotAppByApp) {
+  sim_.addCgroup("user.slice", 0);
+  sim_.addCgroup("user.slice/editor.service", 160 * kMiB);
+  sim_.cgroup("user.slice/editor.service").cpuShare = 0.02;
+  sim_.addCgroup("user.slice/user@1000.service", 0);
+  sim_.addCgroup("user.slice/user@1000.service/app.slice", 0);
+  sim_.addCgroup("user.slice/user@1000.service/app.slice/a.service", 300 * kMiB);
+  sim_.addCgroup("user.slice/user@1000.service/app.slice/b.scope", 300 * kMiB);
+  sim_.setMachineBusy(0.02);
+  start(kNoTrim);
+  run(5min);
+  EXPECT_GT(writesTo("user.slice/user@1000.service"), 0u);
+  EXPECT_EQ(writesTo("user.slice/user@1000.service/app.slice/a.service"), 0u);
+  EXPECT_EQ(writesTo("user.slice/user@1000.service/app.slice/b.scope"), 0u);
+  EXPECT_NEAR(static_cast<double>(sim_.subtreeFile("user.slice/user@1000.service")) / kMiB, 16, 1);
+}
+
+TEST_F(EngineUnitsTest, InsideABusyUnitItsQuietUnitsAreTaken) {
+  sim_.addCgroup("user.slice", 0);
+  sim_.addCgroup("user.slice/user@1000.service", 0);
+  sim_.addCgroup("user.slice/user@1000.service/app.slice", 0);
+  sim_.addCgroup("user.slice/user@1000.service/app.slice/code.service", 0);
+  sim_.cgroup("user.slice/user@1000.service/app.slice/code.service").cpuShare = 0.02;
+  sim_.addCgroup("user.slice/user@1000.service/app.slice/build.scope", 300 * kMiB);
+  sim_.setMachineBusy(0.02);
+  start(kNoTrim);
+  run(5min);
+  EXPECT_EQ(writesTo("user.slice/user@1000.service"), 0u);
+  EXPECT_GT(writesTo("user.slice/user@1000.service/app.slice/build.scope"), 0u);
+}
+
+TEST_F(EngineUnitsTest, SlicesAndSmallUnitsAreLeftToTheTargetAround) {
+  sim_.addCgroup("work.slice", 500 * kMiB);           // a slice: what its units left behind
+  sim_.addCgroup("system.slice", 0);
+  sim_.addCgroup("system.slice/cron.service", 40 * kMiB);  // under floor + 32 MiB
+  sim_.addCgroup("system.slice/busy.service", 0);
+  sim_.cgroup("system.slice/busy.service").cpuShare = 0.02;
+  sim_.setMachineBusy(0.02);
+  start(kNoTrim);
+  run(6min);
+  EXPECT_TRUE(sim_.writes().empty());
+  EXPECT_EQ(count("unit_quiet"), 0u);
+}
+
+TEST_F(EngineUnitsTest, UnitsOffIsTheMachineWideJudgementAlone) {
+  editorAndBuild();
+  start(std::string(kNoTrim) + "idle:\n  units: false\n");
+  run(6min);
+  EXPECT_TRUE(sim_.writes().empty());
+}
+
+TEST_F(EngineUnitsTest, ARuleGoverningTheSubtreeDecidesThere) {
+  editorAndBuild();
+  start(std::string(kNoTrim) + "rules:\n  - match: user.slice\n    mode: disabled\n");
+  run(6min);
+  EXPECT_EQ(writesTo("user.slice/build.scope"), 0u) << "a disabled rule is the one promise rules make";
+  EXPECT_EQ(count("unit_quiet"), 0u);
+}
+
+TEST_F(EngineUnitsTest, AnIdleMachineIsReclaimedAsAWholeNotUnitByUnit) {
+  sim_.addCgroup("user.slice", 0);
+  sim_.addCgroup("user.slice/build.scope", 600 * kMiB);
+  sim_.setMachineBusy(0.02);
+  start(kNoTrim);
+  run(30s);
+  sim_.setMachineBusy(0);  // nobody works: the machine goes idle after its grace
+  run(4min);
+  EXPECT_GT(count("idle_entered"), 0u);
+  EXPECT_EQ(writesTo("user.slice/build.scope"), 0u);
+  EXPECT_GT(writesTo(""), 0u);
+  EXPECT_NEAR(static_cast<double>(sim_.subtreeFile("")) / kMiB, 128, 1);
+}
+
+TEST_F(EngineUnitsTest, TrimmingTheRestGoesOnBesideTheUnits) {
+  editorAndBuild();
+  sim_.addCgroup("system.slice", 0);
+  sim_.addCgroup("system.slice/leftover.slice", 400 * kMiB);
+  start();
+  run(15min);
+  EXPECT_GT(writesTo("user.slice/build.scope"), 0u);
+  // (The model takes a root probe's bytes from any cgroup, the scope's included: no LRU order.)
+  EXPECT_LE(sim_.subtreeFile("user.slice/build.scope"), 17 * kMiB);
+  EXPECT_GT(writesTo(""), 0u) << "the root is trimmed";
+  EXPECT_LT(sim_.subtreeFile("system.slice"), 200 * kMiB);
+  EXPECT_GE(sim_.subtreeFile("user.slice/editor.service"), 160 * kMiB) << "the editor's hot set stays";
+}
+
+}  // namespace
+}  // namespace reclaimd::testing
