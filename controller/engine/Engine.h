@@ -34,10 +34,6 @@
 
 namespace reclaimd::controller {
 
-// A systemd unit's or scope's cgroup (`*.service`, `*.scope`): judged by its own CPU where the
-// machine-wide settings govern it (idle.units).
-bool isUnitCgroup(std::string_view path);
-
 // With rules, the tree is walked again at least this often: new cgroups are found within it,
 // and a walk made in the same turn always precedes a write, so a protected cgroup created under
 // a target is never reclaimed through it.

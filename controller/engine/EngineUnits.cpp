@@ -21,6 +21,7 @@
 
 #include "base/Units.h"
 #include "controller/engine/Engine.h"
+#include "policies/Rules.h"
 #include "policies/Step.h"
 
 namespace reclaimd::controller {
@@ -34,21 +35,12 @@ namespace {
 // service's few MiB are not worth a step.
 constexpr std::uint64_t kUnitExcess = 32 * kMiB;
 
-bool endsWith(std::string_view s, std::string_view tail) {
-  return s.size() >= tail.size() && s.substr(s.size() - tail.size()) == tail;
-}
-
 std::string_view parentOf(std::string_view path) {
   const std::size_t slash = path.rfind('/');
   return slash == std::string_view::npos ? std::string_view() : path.substr(0, slash);
 }
 
 }  // namespace
-
-bool isUnitCgroup(std::string_view path) {
-  const std::string_view name = path.substr(path.rfind('/') == std::string_view::npos ? 0 : path.rfind('/') + 1);
-  return endsWith(name, ".service") || endsWith(name, ".scope");
-}
 
 // The target the machine-wide settings govern that `path` lies strictly below, in gradual mode;
 // -1 if none.
@@ -72,7 +64,7 @@ std::vector<Engine::UnitPick> Engine::quietUnits() const {
   if (!policy_.idle.units || mode_.mode != policies::Mode::Gradual) return out;
   std::string taken;  // the last unit taken: the scan is in pre-order, its subtree follows it
   bool any = false;
-  for (const QuietCgroup& q : busy_.quiet(policy_.idle.thresholdPercent, isUnitCgroup)) {
+  for (const QuietCgroup& q : busy_.quiet(policy_.idle.thresholdPercent, policies::isUnitCgroup)) {
     if (any && within(q.path, taken)) continue;
     // reclaimd's own unit: its CPU is its work, not the unit's.
     if (!setup_.ownCgroup.empty() && within(setup_.ownCgroup, q.path)) continue;

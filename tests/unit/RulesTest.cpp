@@ -159,6 +159,29 @@ TEST(Rules, MatchingRulesAreRankedAndExplained) {
   EXPECT_NE(explain(*off, "db.slice").find("trimmed while busy: no"), std::string::npos);
 }
 
+TEST(Rules, ExplainSaysWhereAUnitIsJudgedByItsOwnCpu) {
+  auto none = parsePolicy("mode: gradual\n", "p.yaml");
+  ASSERT_TRUE(none.ok());
+  const std::string unit = explain(*none, "user.slice/user-1000.slice/session-2.scope");
+  EXPECT_NE(unit.find("a systemd unit (idle.units): while the machine is busy, once its own CPU has stayed at or "
+                      "under 0.5% of one CPU for 120s it is reclaimed to 16MiB (reclaim.cgroup_floor)"),
+            std::string::npos)
+      << unit;
+  EXPECT_EQ(explain(*none, "user.slice").find("a systemd unit"), std::string::npos) << "slices are not units";
+  EXPECT_EQ(explain(*none, "x.scope.d").find("a systemd unit"), std::string::npos);
+  auto off = parsePolicy("idle:\n  units: false\n", "q.yaml");
+  ASSERT_TRUE(off.ok());
+  EXPECT_EQ(explain(*off, "system.slice/cron.service").find("a systemd unit"), std::string::npos);
+  auto ruled = parsePolicy("rules:\n  - match: system.slice\n", "r.yaml");
+  ASSERT_TRUE(ruled.ok());
+  EXPECT_EQ(explain(*ruled, "system.slice/cron.service").find("a systemd unit"), std::string::npos)
+      << "a rule governs it: the rule decides";
+  EXPECT_TRUE(isUnitCgroup("system.slice/cron.service"));
+  EXPECT_TRUE(isUnitCgroup("docker-0f3a.scope"));
+  EXPECT_FALSE(isUnitCgroup(".scope"));
+  EXPECT_FALSE(isUnitCgroup("system.slice"));
+}
+
 TEST(Rules, RulesInheritTheMachineSettings) {
   auto p = parsePolicy(R"(idle:
   grace: 30s
