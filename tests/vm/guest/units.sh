@@ -1,3 +1,4 @@
+# shellcheck shell=sh
 # Phase u of neveridle.sh (sourced by it, after its helpers): issue 11's item 3 on a real kernel.
 # Without rules, a finished build's scope is reclaimed to reclaim.cgroup_floor (16 MiB) while an
 # editor's service keeps the machine busy: user.slice/editor.service burns BURN_MS ms every
@@ -14,8 +15,8 @@ units_sample() {
 	_bk=$CGF
 	_cg_file user.slice/editor.service
 	_ek=$CGF
-	io_rbytes $R/user.slice/editor.service
-	psi $R/user.slice/editor.service/memory.pressure
+	io_rbytes "$R/user.slice/editor.service"
+	psi "$R/user.slice/editor.service/memory.pressure"
 	read -r _ _u _n _s _i _w _q _sq _st _ </proc/stat
 	now_ms
 	echo "@@USAMPLE t_ms=$NOW_MS build_kib=$_bk editor_kib=$_ek editor_io=$IO psi_editor_us=$PSI" \
@@ -36,7 +37,7 @@ _cg_file() {
 
 units_phase() {
 	scenario units
-	mkdir -p $R/user.slice/editor.service $R/user.slice/build.scope
+	mkdir -p "$R/user.slice/editor.service" "$R/user.slice/build.scope"
 	cat >/tmp/units.yaml <<POLICY
 idle:
   grace: 10s
