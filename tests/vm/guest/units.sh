@@ -37,7 +37,9 @@ _cg_file() {
 
 units_phase() {
 	scenario units
-	mkdir -p "$R/user.slice/editor.service" "$R/user.slice/build.scope"
+	mkdir "$R/user.slice"
+	echo "+memory +cpu +io" >"$R/user.slice/cgroup.subtree_control"
+	mkdir "$R/user.slice/editor.service" "$R/user.slice/build.scope"
 	cat >/tmp/units.yaml <<POLICY
 idle:
   grace: 10s
