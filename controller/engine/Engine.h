@@ -253,6 +253,7 @@ class Engine {
   // Totals since start (targets that went away included).
   std::uint64_t reclaimed_ = 0, steps_ = 0, partial_ = 0, wouldReclaim_ = 0, wouldSteps_ = 0;
   std::uint64_t trimmed_ = 0, trimProbes_ = 0, trimHolds_ = 0;
+  std::uint64_t unitsTaken_ = 0, unitReclaimed_ = 0;
   double writeSeconds_ = 0;
   std::uint64_t dropcaches_ = 0, compactions_ = 0, floorRaises_ = 0, idlePeriods_ = 0;
   std::string lastAction_;

@@ -181,6 +181,7 @@ StepFollowUp Engine::stepEnded(const PlannedShare& share, const StepOutcome& ste
     t->trim.bytes += static_cast<std::uint64_t>(step.freed());
     trimmed_ += static_cast<std::uint64_t>(step.freed());
   }
+  if (t->unit && step.freed() > 0) unitReclaimed_ += static_cast<std::uint64_t>(step.freed());
   if (share.trim) {
     ++t->trim.probes;
     ++trimProbes_;

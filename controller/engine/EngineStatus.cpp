@@ -38,6 +38,8 @@ void Engine::fill(Status& s, TimePoint now, double unixNow, const std::function<
   s.trimmedBytes = trimmed_;
   s.trimProbes = trimProbes_;
   s.trimHolds = trimHolds_;
+  s.unitsTaken = unitsTaken_;
+  s.unitReclaimedBytes = unitReclaimed_;
   s.wouldReclaimBytes = wouldReclaim_;
   s.wouldSteps = wouldSteps_;
   if (lastActionAt_) {

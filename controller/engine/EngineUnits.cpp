@@ -143,6 +143,7 @@ bool Engine::adoptUnit(const UnitPick& u, TimePoint now, Sensors& in) {
       .mib("reclaimable_mib", m->reclaimable)
       .mib("floor_mib", gov.floor);
   targets_.push_back(std::move(t));
+  ++unitsTaken_;
   return true;
 }
 

@@ -93,6 +93,10 @@ struct Status {
   std::uint64_t trimmedBytes = 0;
   std::uint64_t trimProbes = 0;
   std::uint64_t trimHolds = 0;
+  // Quiet systemd units reclaimed while the machine was busy (idle.units; part of
+  // reclaimedBytes and steps): how many were taken, and what their steps freed.
+  std::uint64_t unitsTaken = 0;
+  std::uint64_t unitReclaimedBytes = 0;
   std::uint64_t wouldReclaimBytes = 0;        // dry run: what the steps would have asked for
   std::uint64_t wouldSteps = 0;               // dry run: steps that would have been written
   std::string lastAction;                     // what was last done (or, dry run, would have been)

@@ -124,6 +124,8 @@ void totalsFrom(const json& j, Status& s) {
   get(j, "trimmed_bytes", s.trimmedBytes);
   get(j, "trim_probes", s.trimProbes);
   get(j, "trim_holds", s.trimHolds);
+  get(j, "units_taken", s.unitsTaken);
+  get(j, "unit_reclaimed_bytes", s.unitReclaimedBytes);
   get(j, "would_reclaim_bytes", s.wouldReclaimBytes);
   get(j, "would_steps", s.wouldSteps);
   get(j, "last_action", s.lastAction);
@@ -181,6 +183,8 @@ std::string formatStatusJson(const Status& s) {
          {"trimmed_bytes", s.trimmedBytes},
          {"trim_probes", s.trimProbes},
          {"trim_holds", s.trimHolds},
+         {"units_taken", s.unitsTaken},
+         {"unit_reclaimed_bytes", s.unitReclaimedBytes},
          {"would_reclaim_bytes", s.wouldReclaimBytes},
          {"would_steps", s.wouldSteps},
          {"last_action", s.lastAction},

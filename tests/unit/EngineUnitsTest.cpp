@@ -56,6 +56,11 @@ TEST_F(EngineUnitsTest, AFinishedBuildsScopeIsReclaimedToItsFloorWhileAnEditorKe
     EXPECT_EQ(e.field("rule"), "unit");
     EXPECT_EQ(e.field("kind"), "idle");
   }
+  controller::Status st;
+  engine_->fill(st, clock_.now(), 0, [](TimePoint) { return std::string(); });
+  EXPECT_EQ(st.unitsTaken, 1u);
+  EXPECT_NEAR(static_cast<double>(st.unitReclaimedBytes) / kMiB, 600 - 16, 1) << "status and metrics count it";
+  EXPECT_EQ(st.unitReclaimedBytes, st.reclaimedBytes);
   run(5min);
   EXPECT_EQ(count("unit_quiet"), 1u) << "at its floor it is left alone: no step each scan";
   EXPECT_EQ(writesTo("user.slice/editor.service"), 0u);

@@ -77,6 +77,8 @@ Status sample() {
   s.trimmedBytes = 48 * 1024 * 1024;
   s.trimProbes = 12;
   s.trimHolds = 1;
+  s.unitsTaken = 2;
+  s.unitReclaimedBytes = 300 << 20;
   s.lastAction = "would reclaim 32.0 MiB";
   s.lastActionTimestamp = 1764532800.5;
   s.pressure.push_back({"machine", "trigger", false, 3, 1, 0.5});
@@ -100,6 +102,8 @@ TEST(Metrics, Conventions) {
   EXPECT_TRUE(has("reclaimd_trimmed_bytes_total 50331648\n"));
   EXPECT_TRUE(has("reclaimd_trim_probes_total 12\n"));
   EXPECT_TRUE(has("reclaimd_trim_holds_total 1\n"));
+  EXPECT_TRUE(has("reclaimd_units_taken_total 2\n"));
+  EXPECT_TRUE(has("reclaimd_unit_reclaimed_bytes_total 314572800\n"));
   EXPECT_TRUE(has("reclaimd_last_action_timestamp_seconds 1764532800.5\n"));
   const std::string labels = "{cgroup=\"build.slice/a\\nb\",rule=\"build.slice/**\"}";
   EXPECT_TRUE(has("reclaimd_cgroup_reclaimable_bytes" + labels + " 536870912\n")) << m;
