@@ -2,7 +2,8 @@
 // EINVAL, ENOENT, ENODEV, EBUSY, EINTR, EMFILE, failed and short reads, slow writes, cgroups
 // coming and going, pressure, refaults, reloads) through the engine and the turn code. Whatever
 // happens: no crash, never a request that would take a target below its floor (the root's is the machine's),
-// never a write to a disabled cgroup or to any cgroup above one.
+// never a write to a disabled cgroup or to any cgroup above one (quiet systemd units, idle.units,
+// included).
 #include <gtest/gtest.h>
 
 #include <random>
@@ -34,7 +35,7 @@ constexpr const char* kNoRules =
 
 const char* const kPaths[] = {
     "app.slice",  "app.slice/web.service", "app.slice/db.service", "app.slice/db.service/x", "app.slice/worker.service",
-    "kept.slice", "kept.slice/a",          "other.slice",          "other.slice/b",          "other.slice/c"};
+    "kept.slice", "kept.slice/a.scope",    "other.slice",          "other.slice/b.scope",    "other.slice/c"};
 
 class Sequence : public EngineHarness {
  public:
@@ -54,7 +55,11 @@ class Sequence : public EngineHarness {
       perturb();
       run(std::chrono::seconds(pick(1, 8)));
     }
+    controller::Status st;
+    engine_->fill(st, clock_.now(), 0, [](TimePoint) { return std::string(); });
+    unitsTaken = st.unitsTaken;
   }
+  std::uint64_t unitsTaken = 0;  // quiet units (idle.units) the sequence made targets
 
  private:
   std::uint64_t pick(std::uint64_t lo, std::uint64_t hi) {
@@ -147,6 +152,7 @@ class Sequence : public EngineHarness {
 };
 
 TEST(EngineProperties, RandomFaultsNeverBreakAFloorNorTouchAProtectedCgroup) {
+  unsigned withUnits = 0;
   for (unsigned seed = 0; seed < kSequences; ++seed) {
     Sequence s;
     s.play(seed);
@@ -154,7 +160,10 @@ TEST(EngineProperties, RandomFaultsNeverBreakAFloorNorTouchAProtectedCgroup) {
       ADD_FAILURE() << "seed " << seed;
       return;
     }
+    withUnits += s.unitsTaken > 0 ? 1 : 0;
   }
+  // The sequences reach the paths they are meant to test: quiet units taken as targets.
+  EXPECT_GE(withUnits, kSequences / 4) << "sequences that took a quiet unit";
 }
 
 }  // namespace
