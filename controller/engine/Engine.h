@@ -234,7 +234,7 @@ class Engine {
   };
   std::unordered_map<std::string, Rest> unitRest_;
   std::optional<TimePoint> unitsJudgedAt_;  // the scan units were last judged from
-  std::uint32_t nextId_ = 1;  // 0 is the machine's scope
+  std::uint32_t nextId_ = 1;                // 0 is the machine's scope
   std::optional<TimePoint> lastWalk_;
   std::optional<Scope> machineScope_;
   bool cgroupPollingSaid_ = false;

@@ -51,7 +51,9 @@ void Engine::fill(Status& s, TimePoint now, double unixNow, const std::function<
     if (t.scope) s.pressure.push_back(scopeStatus(*t.scope));
     TargetStatus ts;
     ts.cgroup = t.label();
-    ts.rule = t.unit ? "unit" : t.gov.rule < 0 ? "machine" : policy_.rules[static_cast<std::size_t>(t.gov.rule)].pattern.text();
+    ts.rule = t.unit           ? "unit"
+              : t.gov.rule < 0 ? "machine"
+                               : policy_.rules[static_cast<std::size_t>(t.gov.rule)].pattern.text();
     ts.mode = toString(t.gov.mode);
     ts.idle = t.idle;
     ts.backedOff = t.scope && t.scope->backoff().active();

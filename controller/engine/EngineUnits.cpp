@@ -121,8 +121,9 @@ bool Engine::adoptUnit(const UnitPick& u, TimePoint now, Sensors& in) {
   gov.idleSource = policies::IdleSource::Cgroup;
   gov.trim.enabled = false;  // the target around it trims
   const auto rest = unitRest_.find(u.quiet.path);
-  const std::uint64_t from =
-      rest != unitRest_.end() && rest->second.inode == u.quiet.inode ? std::max(rest->second.bytes, gov.floor) : gov.floor;
+  const std::uint64_t from = rest != unitRest_.end() && rest->second.inode == u.quiet.inode
+                                 ? std::max(rest->second.bytes, gov.floor)
+                                 : gov.floor;
   if (m->reclaimable < from + kUnitExcess) return false;
   TargetState t;
   t.id = nextId_++;
@@ -167,29 +168,42 @@ void Engine::checkUnitCpu(TargetState& t, TimePoint now, Sensors& in) {
   t.idle = false;
 }
 
-// Units done with: at their floor (or stalled there) with no refault watch or backoff pending,
-// gone, found busy, or inside a target that is reclaimed as a whole now (idle).
-void Engine::pruneUnits() {
-  const std::size_t before = targets_.size();
-  targets_.erase(std::remove_if(targets_.begin(), targets_.end(),
-                                [&](const TargetState& t) {
-                                  if (!t.unit) return false;
-                                  const TargetState* around = target(t.unit->within);
-                                  if (t.gone || t.unit->busy || !around || around->active()) return true;
-                                  if (t.refaults.watching() || (t.scope && t.scope->backoff().active())) return false;
-                                  const bool atFloor = t.measured && t.measured->reclaimable <
-                                                                         t.floor() + policies::kMinRequestBytes;
-                                  if (!atFloor && !t.period.stalledAt) return false;
-                                  unitRest_[t.path] = Rest{t.inode, t.lastReclaimable};
-                                  return true;
-                                }),
-                 targets_.end());
-  if (targets_.size() != before) ++scopesVersion_;
+namespace {
+
+// Where a unit target stands after this turn's measurement.
+enum class UnitEnd { Keep, Drop, Rest };
+
+UnitEnd unitEnd(const TargetState& t, bool aroundBusy) {
+  if (t.gone || t.unit->busy || !aroundBusy) return UnitEnd::Drop;
+  if (t.refaults.watching() || (t.scope && t.scope->backoff().active())) return UnitEnd::Keep;
+  const bool atFloor = t.measured && t.measured->reclaimable < t.floor() + policies::kMinRequestBytes;
+  return atFloor || t.period.stalledAt ? UnitEnd::Rest : UnitEnd::Keep;
 }
 
-}  // namespace reclaimd::controller
+}  // namespace
 
-namespace reclaimd::controller {
+// Units done with: at their floor (or stalled there) with no refault watch or backoff pending
+// (at rest: remembered), gone, found busy, or inside a target reclaimed as a whole now (idle).
+void Engine::pruneUnits() {
+  // Whether each enclosing target is still busy, read before any element moves.
+  std::unordered_map<std::uint32_t, bool> busyAround;
+  for (const TargetState& t : targets_) {
+    if (!t.unit) busyAround.emplace(t.id, !t.active() && !t.gone);
+  }
+  const std::size_t before = targets_.size();
+  auto done = [&](const TargetState& t) {
+    if (!t.unit) return false;
+    const auto around = busyAround.find(t.unit->within);
+    switch (unitEnd(t, around != busyAround.end() && around->second)) {
+      case UnitEnd::Keep: return false;
+      case UnitEnd::Drop: return true;
+      case UnitEnd::Rest: unitRest_[t.path] = Rest{t.inode, t.lastReclaimable}; return true;
+    }
+    return true;
+  };
+  targets_.erase(std::remove_if(targets_.begin(), targets_.end(), done), targets_.end());
+  if (targets_.size() != before) ++scopesVersion_;
+}
 
 // After a walk: a unit target stays while a target the machine governs still encloses it (and no
 // rule made the unit a target of its own).

@@ -62,7 +62,7 @@ struct TargetState {
   std::optional<Scope> scope;
   RefaultGuard refaults;
   TrimState trim;
-  std::optional<UnitState> unit;  // set: a unit target, reclaimed while quiet (idle.units)
+  std::optional<UnitState> unit;          // set: a unit target, reclaimed while quiet (idle.units)
   std::optional<MemoryReading> measured;  // this turn's reading, when taken
   bool gone = false;                      // its files were found gone: dropped at the next walk
 

@@ -102,8 +102,8 @@ std::string formatStatus(const Status& s) {
     line("trimmed while busy",
          fmt::format("{} in {} probes, {} held by refaults", formatBytes(s.trimmedBytes), s.trimProbes, s.trimHolds));
   if (s.unitsTaken > 0)
-    line("quiet units", fmt::format("{} taken while the machine was busy, {} freed", s.unitsTaken,
-                                    formatBytes(s.unitReclaimedBytes)));
+    line("quiet units",
+         fmt::format("{} taken while the machine was busy, {} freed", s.unitsTaken, formatBytes(s.unitReclaimedBytes)));
   if (s.dryRun) line("would reclaim", fmt::format("{} in {} steps", formatBytes(s.wouldReclaimBytes), s.wouldSteps));
   if (!s.lastAction.empty()) line("last action", s.lastAction);
   for (const ScopeStatus& p : s.pressure) {

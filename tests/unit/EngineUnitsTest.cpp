@@ -127,7 +127,7 @@ TEST_F(EngineUnitsTest, InsideABusyUnitItsQuietUnitsAreTaken) {
 }
 
 TEST_F(EngineUnitsTest, SlicesAndSmallUnitsAreLeftToTheTargetAround) {
-  sim_.addCgroup("work.slice", 500 * kMiB);           // a slice: what its units left behind
+  sim_.addCgroup("work.slice", 500 * kMiB);  // a slice: what its units left behind
   sim_.addCgroup("system.slice", 0);
   sim_.addCgroup("system.slice/cron.service", 40 * kMiB);  // under floor + 32 MiB
   sim_.addCgroup("system.slice/busy.service", 0);
