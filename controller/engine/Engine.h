@@ -186,7 +186,6 @@ class Engine {
     QuietCgroup quiet;
     std::uint32_t within = 0;  // the enclosing target's id
   };
-  int enclosingTarget(std::string_view path, const std::vector<TargetState>& in) const;
   std::vector<UnitPick> quietUnits() const;
   void judgeUnits(TimePoint now, Sensors& in);
   bool adoptUnit(const UnitPick& u, TimePoint now, Sensors& in);

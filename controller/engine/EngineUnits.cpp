@@ -40,23 +40,28 @@ std::string_view parentOf(std::string_view path) {
   return slash == std::string_view::npos ? std::string_view() : path.substr(0, slash);
 }
 
-}  // namespace
-
-// The target the machine-wide settings govern that `path` lies strictly below, in gradual mode;
-// -1 if none.
-int Engine::enclosingTarget(std::string_view path, const std::vector<TargetState>& in) const {
+// The targets units may lie in: those the machine-wide settings govern, in gradual mode, by path
+// (an index into `in`).
+std::unordered_map<std::string_view, int> machineTargets(const std::vector<TargetState>& in) {
   std::unordered_map<std::string_view, int> byPath;
   for (std::size_t i = 0; i < in.size(); ++i) {
     const TargetState& t = in[i];
     if (!t.unit && !t.gone && t.gov.rule < 0 && t.gov.mode == policies::Mode::Gradual)
       byPath.emplace(t.path, static_cast<int>(i));
   }
+  return byPath;
+}
+
+// The one of them that `path` lies strictly below, nearest first; -1 if none.
+int enclosing(std::string_view path, const std::unordered_map<std::string_view, int>& machine) {
   for (std::string_view p = path; !p.empty();) {
     p = parentOf(p);
-    if (auto it = byPath.find(p); it != byPath.end()) return it->second;
+    if (auto it = machine.find(p); it != machine.end()) return it->second;
   }
   return -1;
 }
+
+}  // namespace
 
 // After a new scan: the quiet units, the highest of each subtree, inside a busy machine target.
 std::vector<Engine::UnitPick> Engine::quietUnits() const {
@@ -64,13 +69,14 @@ std::vector<Engine::UnitPick> Engine::quietUnits() const {
   if (!policy_.idle.units || mode_.mode != policies::Mode::Gradual) return out;
   std::string taken;  // the last unit taken: the scan is in pre-order, its subtree follows it
   bool any = false;
+  const auto machine = machineTargets(targets_);
   for (const QuietCgroup& q : busy_.quiet(policy_.idle.thresholdPercent, policies::isUnitCgroup)) {
     if (any && within(q.path, taken)) continue;
     // reclaimd's own unit: its CPU is its work, not the unit's.
     if (!setup_.ownCgroup.empty() && within(setup_.ownCgroup, q.path)) continue;
-    const int enclosing = enclosingTarget(q.path, targets_);
-    if (enclosing < 0 || targets_[static_cast<std::size_t>(enclosing)].active()) continue;
-    out.push_back(UnitPick{q, targets_[static_cast<std::size_t>(enclosing)].id});
+    const int around = enclosing(q.path, machine);
+    if (around < 0 || targets_[static_cast<std::size_t>(around)].active()) continue;
+    out.push_back(UnitPick{q, targets_[static_cast<std::size_t>(around)].id});
     taken = q.path;
     any = true;
   }
@@ -209,17 +215,21 @@ void Engine::pruneUnits() {
 // rule made the unit a target of its own).
 void Engine::carryUnits(std::vector<TargetState>& next) {
   if (!policy_.idle.units) return;
-  const std::size_t walked = next.size();
+  // The walk's targets by path (views into `next`: nothing is added to it until they are done).
+  const auto machine = machineTargets(next);
+  std::unordered_map<std::string_view, bool> walked;
+  for (const TargetState& n : next)
+    walked.emplace(n.path, true);
+  std::vector<TargetState> carried;
   for (TargetState& t : targets_) {
-    if (!t.unit || t.gone || t.unit->busy) continue;
-    if (std::any_of(next.begin(), next.begin() + static_cast<std::ptrdiff_t>(walked),
-                    [&](const TargetState& n) { return n.path == t.path; }))
-      continue;
-    const int around = enclosingTarget(t.path, next);
+    if (!t.unit || t.gone || t.unit->busy || walked.count(t.path)) continue;
+    const int around = enclosing(t.path, machine);
     if (around < 0) continue;
     t.unit->within = next[static_cast<std::size_t>(around)].id;
-    next.push_back(std::move(t));
+    carried.push_back(std::move(t));
   }
+  for (TargetState& t : carried)
+    next.push_back(std::move(t));
 }
 
 }  // namespace reclaimd::controller

@@ -154,6 +154,21 @@ TEST_F(EngineUnitsTest, ARuleGoverningTheSubtreeDecidesThere) {
   EXPECT_EQ(count("unit_quiet"), 0u);
 }
 
+// With rules the tree is walked every 5 s: a unit taken in a subtree no rule governs stays a
+// target across the walks until it is done (one unit_quiet, not one per scan).
+TEST_F(EngineUnitsTest, BesideRulesAUnitStaysATargetAcrossTheWalks) {
+  editorAndBuild();
+  sim_.cgroup("user.slice/build.scope").file = 2000 * kMiB;  // several steps' worth
+  sim_.addCgroup("kept.slice", 300 * kMiB);
+  start(std::string(kNoTrim) + "rules:\n  - match: kept.slice\n    mode: disabled\n");
+  run(6min);
+  EXPECT_NEAR(static_cast<double>(sim_.subtreeFile("user.slice/build.scope")) / kMiB, 16, 1);
+  EXPECT_EQ(count("unit_quiet"), 1u);
+  EXPECT_GE(named("reclaim_step").size(), 4u);
+  EXPECT_EQ(writesTo("kept.slice"), 0u);
+  EXPECT_EQ(sim_.subtreeFile("kept.slice"), 300 * kMiB);
+}
+
 TEST_F(EngineUnitsTest, AnIdleMachineIsReclaimedAsAWholeNotUnitByUnit) {
   sim_.addCgroup("user.slice", 0);
   sim_.addCgroup("user.slice/build.scope", 600 * kMiB);
