@@ -20,11 +20,16 @@ class EngineUnitsTest : public EngineHarness {
   // floor, so the scope's own floor is what binds), and a build's scope that read 600 MiB and
   // finished.
   void editorAndBuild() {
-    sim_.addCgroup("user.slice", 0);
-    sim_.addCgroup("user.slice/editor.service", 160 * kMiB);
-    sim_.cgroup("user.slice/editor.service").cpuShare = 0.02;
-    sim_.cgroup("user.slice/editor.service").hot = 160 * kMiB;
+    editor(160 * kMiB);
     sim_.addCgroup("user.slice/build.scope", 600 * kMiB);
+  }
+  // user.slice/editor.service at 2 % of one CPU, keeping the machine busy, with `cache` it
+  // keeps reading.
+  void editor(std::uint64_t cache) {
+    sim_.addCgroup("user.slice", 0);
+    sim_.addCgroup("user.slice/editor.service", cache);
+    sim_.cgroup("user.slice/editor.service").cpuShare = 0.02;
+    sim_.cgroup("user.slice/editor.service").hot = cache;
     sim_.setMachineBusy(0.02);
   }
   std::size_t writesTo(const std::string& path) const {
@@ -67,11 +72,8 @@ TEST_F(EngineUnitsTest, AFinishedBuildsScopeIsReclaimedToItsFloorWhileAnEditorKe
 }
 
 TEST_F(EngineUnitsTest, TheMachineFloorStillBinds) {
-  sim_.addCgroup("user.slice", 0);
-  sim_.addCgroup("user.slice/editor.service", 32 * kMiB);
-  sim_.cgroup("user.slice/editor.service").cpuShare = 0.02;
+  editor(32 * kMiB);
   sim_.addCgroup("user.slice/build.scope", 200 * kMiB);
-  sim_.setMachineBusy(0.02);
   start(kNoTrim);
   run(6min);
   ASSERT_GT(writesTo("user.slice/build.scope"), 0u);
@@ -96,14 +98,11 @@ TEST_F(EngineUnitsTest, AUnitThatWorksAgainIsLeftAtOnce) {
 }
 
 TEST_F(EngineUnitsTest, AQuietUnitIsTakenWholeNotAppByApp) {
-  sim_.addCgroup("user.slice", 0);
-  sim_.addCgroup("user.slice/editor.service", 160 * kMiB);
-  sim_.cgroup("user.slice/editor.service").cpuShare = 0.02;
+  editor(160 * kMiB);
   sim_.addCgroup("user.slice/user@1000.service", 0);
   sim_.addCgroup("user.slice/user@1000.service/app.slice", 0);
   sim_.addCgroup("user.slice/user@1000.service/app.slice/a.service", 300 * kMiB);
   sim_.addCgroup("user.slice/user@1000.service/app.slice/b.scope", 300 * kMiB);
-  sim_.setMachineBusy(0.02);
   start(kNoTrim);
   run(5min);
   EXPECT_GT(writesTo("user.slice/user@1000.service"), 0u);

@@ -60,16 +60,7 @@ PHASES = {"a": ("apart", "bg.slice"), "b": ("together", "work.slice")}
 
 def samples(s):
     """[(seconds since reclaimd's start, fields)] from the @@SAMPLE lines."""
-    start = s.mark("start")
-    if start is None:
-        return []
-    t0 = int(start.f["t_ms"])
-    out = []
-    for l in s.lines:
-        if l.text.startswith("@@SAMPLE "):
-            f = {k: int(v) for k, v in scenario.fields(l.text).items()}
-            out.append(((f["t_ms"] - t0) / 1000, f))
-    return out
+    return s.series("@@SAMPLE ")
 
 
 def cpu_lines(s):

@@ -92,6 +92,20 @@ class Scenario:
         m = self.mem(label)
         return int(m.f[key]) / 1024 if m and key in m.f else None
 
+    def series(self, prefix, since="start"):
+        """[(seconds since the `since` mark, {field: int})] from the lines starting with `prefix`
+        (e.g. "@@SAMPLE ", whose fields are integers, t_ms among them); [] without the mark."""
+        start = self.mark(since)
+        if start is None:
+            return []
+        t0 = int(start.f["t_ms"])
+        out = []
+        for l in self.lines:
+            if l.text.startswith(prefix):
+                f = {k: int(v) for k, v in fields(l.text).items()}
+                out.append(((f["t_ms"] - t0) / 1000, f))
+        return out
+
 
 class Checks:
     """Collects pass/fail lines so one run reports every problem, then a verdict."""

@@ -14,32 +14,17 @@ Asserted:
   - the editor's service read at most 1 % of its hot set back from disk over the run, kept the
     hot set cached, and its memory PSI "some" total grew by at most 10 ms.
 """
-import scenario
 
 UNIT = "user.slice/build.scope"
-EDITOR = "user.slice/editor.service"
 UNIT_FLOOR_MIB, HOT_MIB = 16, 32
 UNIT_BOUND_MIB = UNIT_FLOOR_MIB * 1.10 + 1
 UNITS_WITHIN_S = 45
 PSI_LIMIT_MS = 10
 
 
-def samples(s):
-    start = s.mark("start")
-    if start is None:
-        return []
-    t0 = int(start.f["t_ms"])
-    out = []
-    for line in s.lines:
-        if line.text.startswith("@@USAMPLE "):
-            f = {k: int(v) for k, v in scenario.fields(line.text).items()}
-            out.append(((f["t_ms"] - t0) / 1000, f))
-    return out
-
-
 def check_units(c, s, kernel):
     tag = f"{kernel} units"
-    series = samples(s)
+    series = s.series("@@USAMPLE ")
     if not c.check(len(series) >= 10, f"{tag}: samples seen ({len(series)})"):
         return
     first, last = series[0][1], series[-1][1]

@@ -50,17 +50,24 @@ mem() {
 	echo "@@MEM $1 t_ms=$NOW_MS reclaimable_kib=$((_af + _if + _sr)) file_kib=$((_af + _if)) free_kib=$_free total_kib=$_tot"
 }
 
-# cgmem LABEL CGROUP: a cgroup's file cache from memory.stat, builtins only.
-cgmem() {
+# cg_file CGROUP: its file cache in KiB (memory.stat active_file + inactive_file) in CGF,
+# builtins only.
+cg_file() {
 	_af=0 _if=0
 	while read -r _k _v; do
 		case $_k in
 		active_file) _af=$_v ;;
 		inactive_file) _if=$_v ;;
 		esac
-	done <"/sys/fs/cgroup/$2/memory.stat"
+	done <"/sys/fs/cgroup/$1/memory.stat"
+	CGF=$(((_af + _if) / 1024))
+}
+
+# cgmem LABEL CGROUP: a cgroup's file cache from memory.stat.
+cgmem() {
+	cg_file "$2"
 	now_ms
-	echo "@@MEM $1 t_ms=$NOW_MS cgroup=$2 file_kib=$(((_af + _if) / 1024))"
+	echo "@@MEM $1 t_ms=$NOW_MS cgroup=$2 file_kib=$CGF"
 }
 
 # burn MS: keep the CPU busy for MS ms (builtins only), so that a piece of work ends on the CPU

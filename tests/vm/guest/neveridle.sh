@@ -154,37 +154,39 @@ status() {
 	echo "@@STATUS-END $1 code=$_rc"
 }
 
-phase() {
-	scenario "$1"
-	sh /tmp/bg.sh "$2" &
+# setup BG_CGROUP FILL_CGROUP HOT_CGROUP FILES...: the background process starts in BG_CGROUP
+# (BG), the caches are dropped, a process in FILL_CGROUP reads FILES once (the cold cache of
+# earlier work, and the hot set last), and the hot set's reader starts in HOT_CGROUP (HOT).
+setup() {
+	sh /tmp/bg.sh "$1" &
 	BG=$!
+	_fill=$2 _hot=$3
+	shift 3
 	sync
 	echo 3 >/proc/sys/vm/drop_caches
 	mark fill_start
-	sh -c "echo \$\$ >$W/cgroup.procs && exec cat /data/file0 /data/file1 /data/file2 /data/file3 /data/file4" >/dev/null
-	sh /tmp/hot.sh work.slice &
+	sh -c "echo \$\$ >$R/$_fill/cgroup.procs && exec cat $*" >/dev/null
+	sh /tmp/hot.sh "$_hot" &
 	HOT=$!
 	sleep 2 # the hot set read again: on the active list
 	mark fill_end
 	mem after_fill
-	reclaimd --config /tmp/policy.yaml ${LOGLEVEL:+--log-level $LOGLEVEL} &
+}
+
+# observe NAME CONFIG RUN_S SAMPLER: reclaimd runs with CONFIG for RUN_S seconds while SAMPLER
+# is called every second (T0: reclaimd's start, ms); then it is stopped, and BG and HOT too.
+observe() {
+	reclaimd --config "$2" ${LOGLEVEL:+--log-level $LOGLEVEL} &
 	PID=$!
 	mark start
 	cpu start
 	now_ms
-	_t0=$NOW_MS
-	_asked=
-	while now_ms && [ "$NOW_MS" -lt $((_t0 + RUN_S * 1000)) ]; do
-		sample
-		if [ -z "$_asked" ] && [ "$NOW_MS" -ge $((_t0 + STATUS_AT_S * 1000)) ]; then
-			mark status
-			status json
-			status text
-			_asked=1
-		fi
+	T0=$NOW_MS
+	while now_ms && [ "$NOW_MS" -lt $((T0 + $3 * 1000)) ]; do
+		$4
 		sleep 1
 	done
-	sample
+	$4
 	cpu end
 	mem end
 	kill -TERM $PID
@@ -193,6 +195,24 @@ phase() {
 	kill "$BG" "$HOT"
 	wait "$BG" "$HOT" 2>/dev/null
 	echo "@@EXIT $1 code=$_code"
+}
+
+# A sample, and reclaimd's status once, at STATUS_AT_S.
+phase_sample() {
+	sample
+	if [ -z "$_asked" ] && [ "$NOW_MS" -ge $((T0 + STATUS_AT_S * 1000)) ]; then
+		mark status
+		status json
+		status text
+		_asked=1
+	fi
+}
+
+phase() {
+	scenario "$1"
+	setup "$2" work.slice work.slice /data/file0 /data/file1 /data/file2 /data/file3 /data/file4
+	_asked=
+	observe "$1" /tmp/policy.yaml "$RUN_S" phase_sample
 }
 
 # shellcheck source=units.sh

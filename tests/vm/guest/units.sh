@@ -11,9 +11,9 @@
 # Prints, every second:
 #   @@USAMPLE t_ms=.. build_kib=.. editor_kib=.. editor_io=.. psi_editor_us=.. busy=.. idle=..
 units_sample() {
-	_cg_file user.slice/build.scope
+	cg_file user.slice/build.scope
 	_bk=$CGF
-	_cg_file user.slice/editor.service
+	cg_file user.slice/editor.service
 	_ek=$CGF
 	io_rbytes "$R/user.slice/editor.service"
 	psi "$R/user.slice/editor.service/memory.pressure"
@@ -21,18 +21,6 @@ units_sample() {
 	now_ms
 	echo "@@USAMPLE t_ms=$NOW_MS build_kib=$_bk editor_kib=$_ek editor_io=$IO psi_editor_us=$PSI" \
 		"busy=$((_u + _n + _s + _q + _sq + _st)) idle=$((_i + _w))"
-}
-
-# _cg_file CGROUP: its file cache in KiB (memory.stat active_file + inactive_file) in CGF.
-_cg_file() {
-	_af=0 _if=0
-	while read -r _k _v; do
-		case $_k in
-		active_file) _af=$_v ;;
-		inactive_file) _if=$_v ;;
-		esac
-	done <"$R/$1/memory.stat"
-	CGF=$(((_af + _if) / 1024))
 }
 
 units_phase() {
@@ -48,33 +36,7 @@ reclaim:
 trim:
   enabled: false
 POLICY
-	sh /tmp/bg.sh user.slice/editor.service &
-	BG=$!
-	sync
-	echo 3 >/proc/sys/vm/drop_caches
-	mark fill_start
-	sh -c "echo \$\$ >$R/user.slice/build.scope/cgroup.procs && exec cat /data/file0 /data/file1 /data/file2 /data/file3" >/dev/null
-	sh /tmp/hot.sh user.slice/editor.service &
-	HOT=$!
-	sleep 2
-	mark fill_end
-	mem after_fill
-	reclaimd --config /tmp/units.yaml ${LOGLEVEL:+--log-level $LOGLEVEL} &
-	PID=$!
-	mark start
-	cpu start
-	now_ms
-	_t0=$NOW_MS
-	while now_ms && [ "$NOW_MS" -lt $((_t0 + ${UNITS_RUN_S:-45} * 1000)) ]; do
-		units_sample
-		sleep 1
-	done
-	units_sample
-	cpu end
-	kill -TERM $PID
-	wait $PID
-	_code=$?
-	kill "$BG" "$HOT"
-	wait "$BG" "$HOT" 2>/dev/null
-	echo "@@EXIT units code=$_code"
+	setup user.slice/editor.service user.slice/build.scope user.slice/editor.service \
+		/data/file0 /data/file1 /data/file2 /data/file3
+	observe units /tmp/units.yaml "${UNITS_RUN_S:-45}" units_sample
 }
