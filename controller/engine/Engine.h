@@ -55,8 +55,8 @@ struct EngineSetup {
   bool traceTicks = true;
 };
 
-// Refaults that jumped after a probe hold a busy target's cache at its level this long; then
-// probing starts again (a working set changes; the probe finds the new one).
+// Refaults that jumped after a probe stop probing that target this long; then probing starts
+// again (a working set changes; the probe finds the new one).
 inline constexpr std::chrono::minutes kTrimHold{30};
 // While the machine is busy, free memory is compacted once this much has been freed since.
 inline constexpr std::uint64_t kCompactAfterBusy = 64ULL << 20;

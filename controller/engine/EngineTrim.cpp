@@ -7,8 +7,11 @@
 // cache, at least trim.min_step). The kernel takes the coldest pages first (the inactive list's
 // tail, or MGLRU's oldest generation), so probes eat the cold cache and reach the working set
 // last. That moment shows as refaults: pages the work reads back from disk beyond its rate before
-// the probe. Then the target's cache is held at that level (kTrimHold), and PSI pressure stops
-// probes as it stops steps. Probes never go below the target's floor.
+// the probe. Then probing that target stops for kTrimHold (a hold at the cache's level then was
+// tried: the level refaults are first seen at lies below a working set the work has not re-read
+// yet, and the probes that went on above it cut into each later round of a rebuild, 112-358 MiB
+// read back in the benchmark), and PSI pressure stops probes as it stops steps. Probes never go
+// below the target's floor.
 //
 // A probe starts only when the target has been busy for a whole grace period and works in the
 // current interval: a user who paused (past the interval's 10 s), or work that just ended, keeps a warm cache exactly
@@ -56,7 +59,8 @@ void Engine::judgeTrim(TargetState& t, TimePoint now) {
 
 bool Engine::trimDue(const TargetState& t, TimePoint now) const {
   return t.gov.trim.enabled && t.gov.mode == policies::Mode::Gradual && !t.gone && !t.idle && t.trim.working &&
-         t.trim.busySince && now - *t.trim.busySince >= t.gov.idle.grace && now >= t.trim.next;
+         t.trim.busySince && now - *t.trim.busySince >= t.gov.idle.grace && now >= t.trim.next &&
+         now >= t.trim.heldUntil;
 }
 
 // Probes for the busy targets due one, after `used` bytes of the machine's room went to idle
@@ -72,7 +76,7 @@ void Engine::planTrims(const proc::Meminfo& mem, TimePoint now, std::uint64_t us
     if (!trimDue(t, now) || !t.measured || !t.trim.baselined) continue;
     if (t.scope && t.scope->backoff().active()) continue;
     const std::uint64_t reclaimable = t.measured->reclaimable;
-    const std::uint64_t keep = t.trimFloor(now);
+    const std::uint64_t keep = t.floor();
     if (reclaimable <= keep) continue;
     const auto share = static_cast<std::uint64_t>(static_cast<double>(reclaimable) * t.gov.trim.percent / 100.0);
     const std::uint64_t bytes = std::min({std::max(share, t.gov.trim.minStep), reclaimable - keep, room});
@@ -90,7 +94,7 @@ void Engine::scheduleTrims(TimePoint now) {
           .add("cgroup", t.label())
           .add("busy_for_s", duration<double>(now - *t.trim.busySince).count(), 0)
           .mib("reclaimable_mib", t.measured->reclaimable)
-          .mib("floor_mib", t.trimFloor(now))
+          .mib("floor_mib", t.floor())
           .add("every_s", duration<double>(t.gov.trim.interval).count(), 1);
     }
     t.trim.baselined = true;
@@ -100,14 +104,14 @@ void Engine::scheduleTrims(TimePoint now) {
 
 // Refaults jumped after a probe: the probe reached cache the work uses.
 void Engine::holdTrim(TargetState& t, const RefaultJump& jump, TimePoint now) {
-  t.trim.heldFloor = std::max(t.measured->reclaimable, t.floor());
   t.trim.heldUntil = now + kTrimHold;
+  t.trim.baselined = false;  // after the hold, a fresh rate to judge the next probe by
   ++trimHolds_;
   emit(Severity::Info, "trim_held")
       .add("cgroup", t.label())
-      .mib("held_mib", t.trim.heldFloor)
+      .mib("held_mib", t.measured->reclaimable)
       .add("for_s", duration<double>(kTrimHold).count(), 0)
-      .add("reason", "refaults jumped after a probe: the work reads this cache")
+      .add("reason", "refaults jumped after a probe: the work reads this cache; no probe until the hold ends")
       .add("excess_pages", jump.excessPages)
       .add("rate_before_pps", jump.rateBefore, 1)
       .add("rate_after_pps", jump.rateAfter, 1);

@@ -28,9 +28,7 @@ struct TrimState {
   bool working = false;                // its current interval is over the threshold too
   bool baselined = false;              // refaults read once before the first probe: a rate to judge by
   TimePoint next{};                    // the next probe
-  // Refaults jumped after a probe: the work uses the cache at this level. Probes stop above
-  // it until heldUntil.
-  std::uint64_t heldFloor = 0;
+  // Refaults jumped after a probe: the probes reached cache the work uses. No probe until then.
   TimePoint heldUntil{};
   std::uint64_t bytes = 0;   // freed by probes, in total
   std::uint64_t probes = 0;  // probes written
@@ -77,10 +75,6 @@ struct TargetState {
   std::optional<TimePoint> lastActionAt;
 
   std::uint64_t floor() const { return std::max(gov.floor, period.raisedFloor.value_or(0)); }
-  // A probe's floor: the target's, or higher where refaults showed the work's cache.
-  std::uint64_t trimFloor(TimePoint now) const {
-    return now < trim.heldUntil ? std::max(floor(), trim.heldFloor) : floor();
-  }
   bool isRoot() const { return path.empty(); }
   std::string label() const { return path.empty() ? "/" : path; }
   std::string rule() const { return unit ? "unit" : gov.rule < 0 ? "machine" : std::to_string(gov.rule + 1); }
