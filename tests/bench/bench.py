@@ -9,6 +9,8 @@ One VM boot per kernel and configuration runs the phases in order (guest/bench.s
   long     idle for the long stretch (15 min at full scale)
   archive  stream 640 MiB of large files through tar
   short    idle for grace + 60 s (scaled): long enough for the archive's cut
+  noisy    never idle: background noise and a re-read hot set for the long stretch (neveridle.py)
+  rebuild  a busy rebuild whose working set is above the floor, in timed rounds (neveridle.py)
 The host samples QEMU's RSS every second (what the host sees, with virtio-balloon free page
 reporting) and the guest's memory through the balloon's statistics (hostmon.py), and reads
 the guest's markers and reclaimd's log from the serial port (both on one host clock).
@@ -44,6 +46,7 @@ import hostmon  # noqa: E402
 import image  # noqa: E402
 import plot as plotting  # noqa: E402
 import kernels  # noqa: E402
+import neveridle  # noqa: E402
 import scenario  # noqa: E402
 import vmext  # noqa: E402
 
@@ -187,14 +190,18 @@ def run_boot(args, kernel, config, plan, durations, out):
     os.makedirs(log_dir, exist_ok=True)
     if policy_fn:
         pol = os.path.join(log_dir, "policy.yaml")
+        lines = policy_fn(grace)
+        # issue 11's phases are about trimming: its clock scaled as the grace's (neveridle.py)
+        if set(plan) & set(neveridle.PHASES) and "mode: gradual" in lines and "trim:" not in lines:
+            lines += ["trim:", f"  interval: {_dur(neveridle.trim_interval(grace))}"]
         with open(pol, "w") as f:
-            f.write("\n".join(policy_fn(grace)) + "\n")
+            f.write("\n".join(lines) + "\n")
         adds.append((pol, "/etc/bench/policy.yaml"))
     env = {"CONFIG": config, "PHASES": " ".join(plan), "GRACE_MS": int(grace * 1000),
            "PAUSE_MS": int(pause * 1000), "LONG_MS": int(long_s * 1000),
            "SHORT_MS": int(short_s * 1000), "WARM_CYCLES": args.warm_cycles,
            "BUILD_GZIP": args.build_gzip, "ARCHIVE_FILES": args.archive_files,
-           "WARM_WORK_FILES": 8 if args.smoke else 48,
+           "WARM_WORK_FILES": 8 if args.smoke else 48, **neveridle.guest_env(args, grace),
            **CONFIGS[config].env}
     mon = hostmon.HostMonitor(MEM_MIB)
     budget = plan_seconds(plan, durations, args) + 600
@@ -507,6 +514,7 @@ def sanity(rows, boots, configs, grace, plan):
                     f"{who}: reclaimable near the floor at the end ({_fmt(r.get('reclaimable_end_mib'))} MiB)")
         if cfg == "dropcache":
             c.check(r.get("file_end_mib", 1e9) <= 100, f"{who}: cache dropped ({_fmt(r.get('file_end_mib'))} MiB)")
+    neveridle.sanity(c, rows)
     return c
 
 
@@ -516,7 +524,8 @@ def plan_seconds(plan, durations, args):
     grace, pause, long_s, short_s = durations
     per = {"warm": 2 + args.warm_cycles * (pause + (1.2 if args.smoke else 3.2)),
            "build": 8 + args.build_gzip * 2.5,
-           "archive": 2 + 1.7 * args.archive_files, "long": long_s, "short": short_s}
+           "archive": 2 + 1.7 * args.archive_files, "long": long_s, "short": short_s,
+           **{ph: neveridle.plan_seconds(ph, long_s, args) for ph in neveridle.PHASES}}
     return 6 + sum(per[p] for p in plan)
 
 
@@ -530,7 +539,7 @@ def boot_rows(b, plan, grace):
             idle = next((x for x in plan[i + 1:] if x in ("long", "short")), None)
             if idle:
                 rows.append(scenario_figures(b, scen, idle, grace))
-    return rows
+    return rows + neveridle.boot_rows(b, plan, grace, FLOOR_MIB)
 
 
 def report(out, meta, boots, rows):
@@ -539,6 +548,8 @@ def report(out, meta, boots, rows):
     scen_done = {s for ph in plans.values() for s in ph}
     md = [f"Run {meta['started']}-{meta.get('finished', '?')} UTC, scale {meta['scale']:g}, "
           f"`{meta['command']}`\n", render_table(rows, configs, grace, scen_done)]
+    if scen_done & set(neveridle.PHASES):
+        md.append(neveridle.render(rows, configs, grace, FLOOR_MIB, scen_done))
     write_csvs(out, boots, rows)
     pngs = []
     for k in plans:
@@ -547,6 +558,10 @@ def report(out, meta, boots, rows):
                             f"reclaimd bench: Linux {rel}, grace {grace:g} s, {meta['started'][:10]}", FLOOR_MIB)
         if png:
             pngs.append(png)
+        if "noisy" in plans[k]:
+            png = neveridle.plot(out, boots, k, grace, configs, f"reclaimd bench, never idle: Linux {rel}, "
+                                 f"{meta['started'][:10]}", FLOOR_MIB)
+            pngs += [png] if png else []
     with open(os.path.join(out, "table.md"), "w") as fh:
         fh.write("\n".join(md))
     print("\n".join(md))
@@ -579,6 +594,7 @@ def main(argv=None):
     p.add_argument("--out", default="/tmp/reclaimd-bench")
     p.add_argument("--warm-from", metavar="DIR", help="with --report: take the warm figures from "
                    "another run's raw/ (a warm-only rerun)")
+    neveridle.add_arguments(p)
     p.add_argument("--no-check", action="store_true", help="report only; never fail on sanity")
     p.add_argument("--verbose", action="store_true", help="echo the guest's lines")
     a = p.parse_args(argv)
