@@ -569,6 +569,11 @@ def report(out, meta, boots, rows):
           f"{', '.join(pngs) or 'no plot'} (each with its .csv and -events.csv)")
 
 
+def _fraction(text):
+    num, _, den = text.partition("/")
+    return float(num) / float(den or 1)
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
@@ -577,7 +582,8 @@ def main(argv=None):
     g.add_argument("--full", action="store_true", help="scale 1: 2-minute grace, 15-minute idle")
     g.add_argument("--smoke", action="store_true", help="CI: scale 0.04, 6.12, plan 'warm build long', "
                    "1 source directory compressed, 1 warm cycle")
-    g.add_argument("--scale", type=float, help="multiply grace, pause and idle stretches")
+    g.add_argument("--scale", type=_fraction, help="multiply grace, pause and idle stretches "
+                   "(a number or a fraction: 1/12)")
     g.add_argument("--report", action="store_true", help="redo figures, table and plots from "
                    "--out's raw/ (no VM)")
     p.add_argument("--kernels", help="space-separated series (default: 6.12; --full: '6.12 6.1')")
