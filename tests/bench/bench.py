@@ -17,7 +17,8 @@ the guest's markers and reclaimd's log from the serial port (both on one host cl
 
 Time scaling: --scale F multiplies the grace period (2 min), the warm pause (60 s) and the idle
 stretches (15 min, grace + 60 s); --full is --scale 1. The workloads are not scaled (--smoke
-only compresses fewer directories so the CPU-busy part is short).
+only compresses fewer directories so the CPU-busy part is short). A plan with noisy or rebuild
+scales trim.interval too (neveridle.py).
 
     python3 tests/bench/bench.py --reclaimd build/controller/reclaimd --smoke      # ~4 min
     python3 tests/bench/bench.py --reclaimd build/controller/reclaimd --full       # see --plan
