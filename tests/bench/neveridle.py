@@ -110,7 +110,7 @@ def noisy_figures(boot, grace, floor_mib):
                 f[f"cache_{key}_mib"] = m["file_kib"] / 1024
                 f[f"reclaimable_{key}_mib"] = m["reclaimable_kib"] / 1024
     f["busy_pct"] = _busy_pct(cp["noisy_start"][2], cp["noisy_end"][2])
-    if "noisy_2m" in cp:
+    if "noisy_2m" in cp and None not in (cp["noisy_2m"][3], cp["noisy_end"][3]):
         mib = (cp["noisy_end"][3] - cp["noisy_2m"][3]) * 512 / 2**20
         f["hot_read_after_2m_mib"] = mib
         f["hot_read_pct_per_min"] = 100 * mib / HOT_MIB / ((t1 - cp["noisy_2m"][0]) / minute)
