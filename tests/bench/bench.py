@@ -9,30 +9,33 @@ One VM boot per kernel and configuration runs the phases in order (guest/bench.s
   long     idle for the long stretch (15 min at full scale)
   archive  stream 640 MiB of large files through tar
   short    idle for grace + 60 s (scaled): long enough for the archive's cut
+  noisy    never idle: background noise and a re-read hot set for the long stretch (neveridle.py)
+  rebuild  a busy rebuild whose working set is above the floor, in timed rounds (neveridle.py)
 The host samples QEMU's RSS every second (what the host sees, with virtio-balloon free page
 reporting) and the guest's memory through the balloon's statistics (hostmon.py), and reads
 the guest's markers and reclaimd's log from the serial port (both on one host clock).
 
 Time scaling: --scale F multiplies the grace period (2 min), the warm pause (60 s) and the idle
 stretches (15 min, grace + 60 s); --full is --scale 1. The workloads are not scaled (--smoke
-only compresses fewer directories so the CPU-busy part is short).
+only compresses fewer directories so the CPU-busy part is short). A plan with noisy or rebuild
+scales trim.interval too (neveridle.py).
 
     python3 tests/bench/bench.py --reclaimd build/controller/reclaimd --smoke      # ~4 min
     python3 tests/bench/bench.py --reclaimd build/controller/reclaimd --full       # see --plan
 
 Writes to --out (default /tmp/reclaimd-bench): samples.csv, events.csv, figures.csv,
 table.md, plot-<kernel>.png with the series it draws beside it (plot-<kernel>.csv,
-plot-<kernel>-events.csv; plot.py), logs/. Exit status 1 if a sanity check fails (--smoke checks
+plot-<kernel>-events.csv; plot.py), plot-<kernel>-neveridle.png (+ .csv) when the plan has noisy,
+logs/. Figures and tables: seedtable.py (warm, build, archive), neveridle.py (noisy, rebuild);
+boots.py holds what a boot printed. Exit status 1 if a sanity check fails (--smoke checks
 that the pipeline ran and the numbers are sane; the targets are reported, not asserted).
 """
 import argparse
-import csv
 import datetime
 import glob
 import json
 import os
 import shutil
-import statistics
 import sys
 import time
 from typing import NamedTuple
@@ -44,12 +47,14 @@ import hostmon  # noqa: E402
 import image  # noqa: E402
 import plot as plotting  # noqa: E402
 import kernels  # noqa: E402
+import neveridle  # noqa: E402
 import scenario  # noqa: E402
 import vmext  # noqa: E402
+from boots import Boot, load_raw, save_raw  # noqa: E402
+from seedtable import (FLOOR_MIB, THRESHOLD_PCT, _fmt, reclaimd_figures, render_table,  # noqa: E402
+                       scenario_figures, warm_figures, write_csvs)
 
 MEM_MIB = 3072
-FLOOR_MIB = 128
-THRESHOLD_PCT = 0.5
 # Full-scale durations (seconds), all multiplied by --scale.
 GRACE, PAUSE, LONG, SHORT = 120.0, 60.0, 900.0, 180.0
 INTERVAL = 10.0  # the idle detector's current interval; never scaled, only capped at the grace
@@ -103,80 +108,6 @@ CONFIGS = {
 }
 
 
-class Boot:
-    """What one VM boot printed, host-stamped, with the host samples."""
-
-    def __init__(self, kernel, config):
-        self.kernel, self.config = kernel, config
-        self.lines = []       # (t, phase, text)
-        self.phase = None
-        self.samples = []
-        self.result = None
-        self.release = None
-
-    def add(self, text):
-        t = time.monotonic()
-        text = text.rstrip("\r\n")
-        if text.startswith("@@PHASE "):
-            self.phase = text.split()[1]
-        self.lines.append((t, self.phase, text))
-
-    def parsed(self, prefix, phase=None):
-        """[(t, name, fields)] of lines starting with prefix (e.g. "@@MARK")."""
-        out = []
-        for t, ph, text in self.lines:
-            if text.startswith(prefix + " ") and (phase is None or ph == phase):
-                rest = text[len(prefix) + 1:]
-                name, _, tail = rest.partition(" ")
-                out.append((t, name, scenario.fields(tail)))
-        return out
-
-    def mark(self, name, phase=None):
-        for t, n, f in self.parsed("@@MARK", phase):
-            if n == name:
-                return t, f
-        return None, {}
-
-    def mem(self, label, phase=None):
-        for t, n, f in self.parsed("@@MEM", phase):
-            if n == label:
-                return t, {k: int(v) for k, v in f.items() if v.isdigit()}
-        return None, {}
-
-    def events(self, name=None, phase=None):
-        out = []
-        for t, ph, text in self.lines:
-            if " event=" in text and (phase is None or ph == phase):
-                f = scenario.fields(text)
-                if name is None or f.get("event") == name:
-                    out.append((t, f))
-        return out
-
-    def sample_at(self, t):
-        """The sample nearest to host time t."""
-        return min(self.samples, key=lambda s: abs(s.t - t)) if self.samples else None
-
-    def cache_offset_kib(self):
-        """The balloon's page-cache figure (NR_FILE_PAGES) also counts the initramfs (rootfs
-        pages, never on the LRU) and shmem: its excess over the guest's own
-        Active(file)+Inactive(file), taken where the guest had been quiet for seconds (after
-        the 2 s settle at boot, at the ends of idle stretches; median). Constant over a boot."""
-        diffs = []
-        for t, name, f in self.parsed("@@MEM"):
-            if name == "boot" or name.endswith("long_end") or name.endswith("short_end"):
-                # the guest was quiet for seconds before these lines: take the sample before
-                quiet = [s for s in self.samples if t - 1.5 <= s.t <= t and s.guest_cache_kib >= 0]
-                if quiet and "file_kib" in f:
-                    diffs.append(quiet[-1].guest_cache_kib - int(f["file_kib"]))
-        return statistics.median(diffs) if diffs else 0
-
-    def sample_within(self, t, t_end):
-        """The sample nearest to t, if t is inside the sampled span and before t_end."""
-        if not self.samples or t > t_end or t > self.samples[-1].t + 1:
-            return None
-        return self.sample_at(t)
-
-
 def run_boot(args, kernel, config, plan, durations, out):
     grace, pause, long_s, short_s = durations
     boot = Boot(kernel, config)
@@ -187,14 +118,18 @@ def run_boot(args, kernel, config, plan, durations, out):
     os.makedirs(log_dir, exist_ok=True)
     if policy_fn:
         pol = os.path.join(log_dir, "policy.yaml")
+        lines = policy_fn(grace)
+        # issue 11's phases are about trimming: its clock scaled as the grace's (neveridle.py)
+        if set(plan) & set(neveridle.PHASES) and "mode: gradual" in lines and "trim:" not in lines:
+            lines += ["trim:", f"  interval: {_dur(neveridle.trim_interval(grace))}"]
         with open(pol, "w") as f:
-            f.write("\n".join(policy_fn(grace)) + "\n")
+            f.write("\n".join(lines) + "\n")
         adds.append((pol, "/etc/bench/policy.yaml"))
     env = {"CONFIG": config, "PHASES": " ".join(plan), "GRACE_MS": int(grace * 1000),
            "PAUSE_MS": int(pause * 1000), "LONG_MS": int(long_s * 1000),
            "SHORT_MS": int(short_s * 1000), "WARM_CYCLES": args.warm_cycles,
            "BUILD_GZIP": args.build_gzip, "ARCHIVE_FILES": args.archive_files,
-           "WARM_WORK_FILES": 8 if args.smoke else 48,
+           "WARM_WORK_FILES": 8 if args.smoke else 48, **neveridle.guest_env(args, grace),
            **CONFIGS[config].env}
     mon = hostmon.HostMonitor(MEM_MIB)
     budget = plan_seconds(plan, durations, args) + 600
@@ -208,251 +143,6 @@ def run_boot(args, kernel, config, plan, durations, out):
     if mon.errors:
         print(f"bench: {kernel} {config}: QMP errors: {mon.errors[:3]}", file=sys.stderr)
     return boot
-
-
-def save_raw(out, boot):
-    """Everything a boot gave, so --report can redo figures, table and plot without rerunning."""
-    os.makedirs(os.path.join(out, "raw"), exist_ok=True)
-    r = boot.result
-    with open(os.path.join(out, "raw", f"{boot.kernel}-{boot.config}.json"), "w") as fh:
-        json.dump({"kernel": boot.kernel, "config": boot.config, "release": boot.release,
-                   "result": list(r) if r else None, "lines": boot.lines,
-                   "samples": [list(s) for s in boot.samples]}, fh)
-
-
-def load_raw(path):
-    with open(path) as fh:
-        d = json.load(fh)
-    b = Boot(d["kernel"], d["config"])
-    b.release = d["release"]
-    b.result = vmext.vm.Result(*d["result"]) if d["result"] else None
-    b.lines = [tuple(x) for x in d["lines"]]
-    b.samples = [hostmon.Sample(*x) for x in d["samples"]]
-    return b
-
-
-# ---- figures ------------------------------------------------------------------------------
-
-def _first_below(samples, t0, t1, limit_kib):
-    for s in samples:
-        if t0 <= s.t <= t1 and s.rss_kib <= limit_kib:
-            return s.t - t0
-    return None
-
-
-def scenario_figures(boot, phase, idle_phase, grace):
-    """Figures for the work phase `phase` ("build"/"archive") and the idle that follows."""
-    f = {"kernel": boot.kernel, "release": boot.release, "config": boot.config,
-         "scenario": phase}
-    ws, _ = boot.mark("work_start", phase)
-    we, _ = boot.mark("work_end", phase)
-    ie, _ = boot.mark(f"{idle_phase}_end", idle_phase)
-    if ws is None or we is None or ie is None or not boot.samples:
-        f["error"] = "phase incomplete"
-        return f
-    f["work_s"] = we - ws
-    f["idle_s"] = ie - we
-    grace_end = we + grace
-    # reclaim start: the first action after the work, at its start (lines come at the end);
-    # probes of a busy machine (kind=trim) are not the idle period's reclaim: counted apart
-    acts = [(t - float(e.get("took_ms", 0)) / 1000, e.get("event")) for t, e in
-            boot.events(phase=idle_phase) if e.get("event") in ("reclaim_step", "dropcache")
-            and e.get("kind") != "trim"]
-    f["trims"] = len([1 for _, e in boot.events(phase=idle_phase)
-                      if e.get("event") == "reclaim_step" and e.get("kind") == "trim"])
-    if acts:
-        f["reclaim_start_after_grace_s"] = acts[0][0] - grace_end
-        f["first_action"] = acts[0][1]
-    entered = boot.events("idle_entered", idle_phase)
-    if entered:
-        f["idle_entered_after_grace_s"] = entered[0][0] - grace_end
-    f["actions"] = len(acts)
-    # host footprint
-    before = [s for s in boot.samples if s.t <= ws]
-    base = before[-1] if before else boot.samples[0]
-    peak = boot.sample_at(we)
-    end = [s for s in boot.samples if s.t <= ie][-1]
-    f["footprint_before_mib"] = base.rss_kib / 1024
-    f["footprint_work_end_mib"] = peak.rss_kib / 1024
-    f["footprint_end_mib"] = end.rss_kib / 1024
-    f["ram_rss_end_mib"] = end.ram_rss_kib / 1024
-    f["cut50_s"] = _first_below(boot.samples, we, ie, peak.rss_kib * 0.5)
-    f["cut50_added_s"] = _first_below(boot.samples, we, ie,
-                                      base.rss_kib + 0.5 * (peak.rss_kib - base.rss_kib))
-    at = boot.sample_within(we + grace + 30, ie)
-    if at:
-        f["footprint_grace30_mib"] = at.rss_kib / 1024
-    off = boot.cache_offset_kib()
-    at = boot.sample_within(we + grace + 20, ie)
-    if at and at.guest_cache_kib >= 0:
-        f["cache_grace20_mib"] = (at.guest_cache_kib - off) / 1024
-    at = boot.sample_within(we + grace - 2, ie)
-    if at and at.guest_cache_kib >= 0:
-        f["cache_before_grace_mib"] = (at.guest_cache_kib - off) / 1024
-    # guest memory at the ends (in-guest meminfo)
-    _, m0 = boot.mem("work_end", phase)
-    _, m1 = boot.mem(f"{idle_phase}_end", idle_phase)
-    if m0 and m1:
-        f["file_work_end_mib"] = m0["file_kib"] / 1024
-        f["file_end_mib"] = m1["file_kib"] / 1024
-        f["reclaimable_end_mib"] = m1["reclaimable_kib"] / 1024
-        f["used_end_mib"] = (m1["total_kib"] - m1["free_kib"]) / 1024
-    # guest CPU over the idle stretch
-    c = {n: fl for _, n, fl in boot.parsed("@@CPU", idle_phase)}
-    a, b = c.get(f"{idle_phase}_start"), c.get(f"{idle_phase}_end")
-    if a and b:
-        busy = int(b["busy"]) - int(a["busy"])
-        total = busy + int(b["idle"]) - int(a["idle"])
-        f["idle_busy_pct"] = 100.0 * busy / total if total else None
-    return f
-
-
-def warm_figures(boot):
-    f = {"kernel": boot.kernel, "config": boot.config}
-    times, gtimes, disk, hosts = [], [], [], []
-    d = {n: int(fl["read_sectors"]) for _, n, fl in boot.parsed("@@DISK", "warm")}
-    i = 1
-    while True:
-        a, fa = boot.mark(f"reread_{i}_start", "warm")
-        b, fb = boot.mark(f"reread_{i}_end", "warm")
-        if a is None or b is None:
-            break
-        times.append(b - a)
-        near = [s.host_busy_pct for s in boot.samples if a - 0.5 <= s.t <= b + 1.0]
-        if near and max(near) >= 0:
-            hosts.append(max(near))
-        gtimes.append((int(fb["t_ms"]) - int(fa["t_ms"])) / 1000)
-        disk.append((d.get(f"reread_{i}_end", 0) - d.get(f"reread_{i}_start", 0)) * 512 / 2**20)
-        i += 1
-    if times:
-        # best of the cycles: the cores are shared, and a slow outlier is the host's, not the
-        # cache's (the disk column says whether the cache survived the pause)
-        f["reread_s"] = min(times)
-        f["reread_guest_s"] = min(gtimes)
-        f["reread_all_s"] = " ".join(f"{x:.3f}" for x in times)
-        f["reread_disk_mib"] = max(disk)
-    if hosts:  # the host's two CPUs: QEMU alone keeps one busy (50 %); more is someone else
-        f["reread_host_busy_pct"] = max(hosts)
-    f["warm_actions"] = len([1 for _, e in boot.events(phase="warm")
-                             if e.get("event") in ("reclaim_step", "dropcache")])
-    return f
-
-
-def reclaimd_figures(boot):
-    r = boot.parsed("@@RECLAIMD")
-    ex = boot.parsed("@@EXIT")
-    if not r:
-        return {}
-    fl = r[0][2]
-    return {"reclaimd_cpu_s": (int(fl["utime"]) + int(fl["stime"])) / 100,
-            "reclaimd_hwm_mib": int(fl["hwm_kib"]) / 1024,
-            "reclaimd_exit": ex[0][2].get("code") if ex else None}
-
-
-# ---- output -------------------------------------------------------------------------------
-
-def write_csvs(out, boots, rows):
-    with open(os.path.join(out, "samples.csv"), "w", newline="") as fh:
-        w = csv.writer(fh)
-        w.writerow(["kernel", "config", "t_boot_s", "t_build_end_s", "rss_mib", "ram_rss_mib",
-                    "guest_used_mib", "guest_file_mib", "host_busy_pct", "qemu_cpu_s"])
-        for b in boots:
-            if not b.samples:
-                continue
-            t0 = b.samples[0].t
-            we, _ = b.mark("work_end", "build")
-            off = b.cache_offset_kib()
-            for s in b.samples:
-                used = (s.guest_total_kib - s.guest_free_kib) / 1024 if s.guest_total_kib > 0 else ""
-                cache = (s.guest_cache_kib - off) / 1024 if s.guest_cache_kib >= 0 else ""
-                w.writerow([b.kernel, b.config, f"{s.t - t0:.2f}",
-                            f"{s.t - we:.2f}" if we else "", f"{s.rss_kib / 1024:.1f}",
-                            f"{s.ram_rss_kib / 1024:.1f}",
-                            f"{used:.1f}" if used != "" else "", f"{cache:.1f}" if cache != "" else "",
-                            s.host_busy_pct, s.qemu_cpu_s])
-    with open(os.path.join(out, "events.csv"), "w", newline="") as fh:
-        w = csv.writer(fh)
-        w.writerow(["kernel", "config", "t_boot_s", "phase", "line"])
-        for b in boots:
-            t0 = b.samples[0].t if b.samples else 0
-            for t, ph, text in b.lines:
-                if text.startswith("@@") or " event=" in text:
-                    w.writerow([b.kernel, b.config, f"{t - t0:.3f}", ph or "", text])
-    keys = []
-    for r in rows:
-        keys += [k for k in r if k not in keys]
-    with open(os.path.join(out, "figures.csv"), "w", newline="") as fh:
-        w = csv.DictWriter(fh, fieldnames=keys)
-        w.writeheader()
-        for r in rows:
-            w.writerow({k: (f"{v:.3f}" if isinstance(v, float) else v) for k, v in r.items()})
-
-
-def _fmt(v, spec="{:.1f}", none="-"):
-    return none if v is None else spec.format(v)
-
-
-def _derive(rows):
-    """Cells that combine figures: footprint pairs, cache pairs, reread ratio to no controller."""
-    base = {r["kernel"]: r.get("reread_s") for r in rows
-            if r.get("scenario") == "warm" and r["config"] == "none"}
-    for r in rows:
-        if "footprint_before_mib" in r:
-            r["_fp_pair"] = f"{r['footprint_before_mib']:.0f} / {r['footprint_work_end_mib']:.0f}"
-        if "file_end_mib" in r:
-            r["_cache_pair"] = f"{r['file_end_mib']:.0f} / {r['reclaimable_end_mib']:.0f}"
-        if r.get("scenario") == "warm" and r.get("reread_s") and base.get(r["kernel"]):
-            r["reread_ratio"] = r["reread_s"] / base[r["kernel"]]
-
-
-def render_table(rows, configs, grace, scenarios_done):
-    """Markdown: one table per kernel, metrics as rows, configurations as columns."""
-    _derive(rows)
-    out = []
-    for kernel in sorted({r["kernel"] for r in rows}, reverse=True):
-        get = {(r["config"], r.get("scenario")): r for r in rows if r["kernel"] == kernel}
-        rel = next((r.get("release") for r in rows if r["kernel"] == kernel and r.get("release")), kernel)
-        out.append(f"**Linux {rel}**, grace {grace:g} s, guest 3 GiB / 1 vCPU (QEMU TCG), "
-                   f"footprint = QEMU RSS with free page reporting\n")
-        out.append("| metric | " + " | ".join(configs) + " |")
-        out.append("|---|" + "---|" * len(configs))
-
-        def row(label, scen, key, spec="{:.1f}", none="-"):
-            cells = [_fmt(get[(c, scen)].get(key), spec, none) if (c, scen) in get and
-                     "error" not in get[(c, scen)] else "-" for c in configs]
-            if all(x == "-" for x in cells):
-                return  # not measured in this run (e.g. an older run's raw data)
-            out.append(f"| {label} | " + " | ".join(cells) + " |")
-
-        for scen, name in (("build", "Build"), ("archive", "Archive")):
-            if scen not in scenarios_done:
-                continue
-            idle = get.get((configs[0], scen), {}).get("idle_s")
-            row(f"{name}: reclaim start after grace end, s (target < 1)", scen,
-                "reclaim_start_after_grace_s", "{:+.2f}", "none")
-            row(f"{name}: 50 % footprint cut after work end, s (target {grace + 10:g})", scen,
-                "cut50_s", "{:.0f}", "never")
-            row(f"{name}: half of the work's footprint returned, s", scen, "cut50_added_s",
-                "{:.0f}", "never")
-            row(f"{name}: footprint before work / at work end, MiB", scen, "_fp_pair", "{}")
-            row(f"{name}: footprint at grace + 30 s, MiB", scen, "footprint_grace30_mib", "{:.0f}")
-            row(f"{name}: guest file cache at grace + 20 s, MiB", scen, "cache_grace20_mib", "{:.0f}")
-            row(f"{name}: footprint after {_fmt(idle, '{:.0f}')} s idle, MiB", scen,
-                "footprint_end_mib", "{:.0f}")
-            row(f"{name}: guest file cache / reclaimable at the end, MiB "
-                f"(gradual target <= {FLOOR_MIB * 1.05:.0f})", scen, "_cache_pair", "{}")
-            row(f"{name}: guest CPU busy over the idle stretch, % (idle <= {THRESHOLD_PCT})",
-                scen, "idle_busy_pct", "{:.3f}")
-        if "warm" in scenarios_done:
-            row(f"Warm reread after a {grace / 2:g} s pause, s (best of the cycles)", "warm", "reread_s", "{:.3f}")
-            row("Warm reread: ratio to no controller (target <= 1.02)", "warm", "reread_ratio", "{:.3f}")
-            row("Warm reread: MiB read from disk", "warm", "reread_disk_mib", "{:.1f}")
-            row("Warm reread: host CPUs busy around the rereads, % (QEMU alone: 50)", "warm",
-                "reread_host_busy_pct", "{:.0f}")
-        row("reclaimd CPU time over the boot, s", "boot", "reclaimd_cpu_s", "{:.2f}", "n/a")
-        row("reclaimd peak RSS (VmHWM), MiB", "boot", "reclaimd_hwm_mib", "{:.1f}", "n/a")
-        out.append("")
-    return "\n".join(out) + "\n"
 
 
 # ---- checks -------------------------------------------------------------------------------
@@ -507,6 +197,7 @@ def sanity(rows, boots, configs, grace, plan):
                     f"{who}: reclaimable near the floor at the end ({_fmt(r.get('reclaimable_end_mib'))} MiB)")
         if cfg == "dropcache":
             c.check(r.get("file_end_mib", 1e9) <= 100, f"{who}: cache dropped ({_fmt(r.get('file_end_mib'))} MiB)")
+    neveridle.sanity(c, rows)
     return c
 
 
@@ -516,7 +207,8 @@ def plan_seconds(plan, durations, args):
     grace, pause, long_s, short_s = durations
     per = {"warm": 2 + args.warm_cycles * (pause + (1.2 if args.smoke else 3.2)),
            "build": 8 + args.build_gzip * 2.5,
-           "archive": 2 + 1.7 * args.archive_files, "long": long_s, "short": short_s}
+           "archive": 2 + 1.7 * args.archive_files, "long": long_s, "short": short_s,
+           **{ph: neveridle.plan_seconds(ph, long_s, args) for ph in neveridle.PHASES}}
     return 6 + sum(per[p] for p in plan)
 
 
@@ -530,7 +222,7 @@ def boot_rows(b, plan, grace):
             idle = next((x for x in plan[i + 1:] if x in ("long", "short")), None)
             if idle:
                 rows.append(scenario_figures(b, scen, idle, grace))
-    return rows
+    return rows + neveridle.boot_rows(b, plan, grace, FLOOR_MIB)
 
 
 def report(out, meta, boots, rows):
@@ -539,6 +231,8 @@ def report(out, meta, boots, rows):
     scen_done = {s for ph in plans.values() for s in ph}
     md = [f"Run {meta['started']}-{meta.get('finished', '?')} UTC, scale {meta['scale']:g}, "
           f"`{meta['command']}`\n", render_table(rows, configs, grace, scen_done)]
+    if scen_done & set(neveridle.PHASES):
+        md.append(neveridle.render(rows, configs, grace, FLOOR_MIB, scen_done))
     write_csvs(out, boots, rows)
     pngs = []
     for k in plans:
@@ -547,11 +241,20 @@ def report(out, meta, boots, rows):
                             f"reclaimd bench: Linux {rel}, grace {grace:g} s, {meta['started'][:10]}", FLOOR_MIB)
         if png:
             pngs.append(png)
+        if "noisy" in plans[k]:
+            png = neveridle.plot(out, boots, k, grace, configs, f"reclaimd bench, never idle: Linux {rel}, "
+                                 f"{meta['started'][:10]}", FLOOR_MIB)
+            pngs += [png] if png else []
     with open(os.path.join(out, "table.md"), "w") as fh:
         fh.write("\n".join(md))
     print("\n".join(md))
     print(f"bench: wrote {out}/table.md, figures.csv, samples.csv, events.csv, "
           f"{', '.join(pngs) or 'no plot'} (each with its .csv and -events.csv)")
+
+
+def _fraction(text):
+    num, _, den = text.partition("/")
+    return float(num) / float(den or 1)
 
 
 def main(argv=None):
@@ -562,7 +265,8 @@ def main(argv=None):
     g.add_argument("--full", action="store_true", help="scale 1: 2-minute grace, 15-minute idle")
     g.add_argument("--smoke", action="store_true", help="CI: scale 0.04, 6.12, plan 'warm build long', "
                    "1 source directory compressed, 1 warm cycle")
-    g.add_argument("--scale", type=float, help="multiply grace, pause and idle stretches")
+    g.add_argument("--scale", type=_fraction, help="multiply grace, pause and idle stretches "
+                   "(a number or a fraction: 1/12)")
     g.add_argument("--report", action="store_true", help="redo figures, table and plots from "
                    "--out's raw/ (no VM)")
     p.add_argument("--kernels", help="space-separated series (default: 6.12; --full: '6.12 6.1')")
@@ -579,6 +283,7 @@ def main(argv=None):
     p.add_argument("--out", default="/tmp/reclaimd-bench")
     p.add_argument("--warm-from", metavar="DIR", help="with --report: take the warm figures from "
                    "another run's raw/ (a warm-only rerun)")
+    neveridle.add_arguments(p)
     p.add_argument("--no-check", action="store_true", help="report only; never fail on sanity")
     p.add_argument("--verbose", action="store_true", help="echo the guest's lines")
     a = p.parse_args(argv)

@@ -3,13 +3,18 @@
 # boots it once per configuration and reads what it prints (host-stamped, see scenario.py).
 # Env:
 #   CONFIG        name of the configuration (printed only)
-#   PHASES        space-separated, run in order: warm build archive long short
+#   PHASES        space-separated, run in order: warm build archive long short noisy rebuild
 #   GRACE_MS PAUSE_MS LONG_MS SHORT_MS   scaled durations (idle grace, warm pause, idle stretches)
 #   WARM_CYCLES   warm rereads, each after a pause of PAUSE_MS
 #   WARM_WORK_FILES  files of one source directory (of 48) compressed before each pause
 #   BUILD_GZIP    how many of the 64 source directories the build compresses (all are read)
 #   ARCHIVE_FILES how many of the 4 archive files the archive phase streams
 #   WORK_CGROUP   if set, the phases run in this cgroup (created under /sys/fs/cgroup)
+#   MINUTE_MS     a full-scale minute, scaled (the noisy phase's checkpoints)
+#   NOISE_MS      the noisy phase's background burst: this many ms on the CPU every second
+#   HOT_PERIOD_MS the noisy phase's hot set (/data/warm/d00-d03, 32 MiB) is re-read this often
+#   REBUILD_DIRS REBUILD_GZIP REBUILD_ROUNDS   the rebuild's source directories (d00..), those
+#                 recompressed per round, and its timed rounds
 # /etc/bench/policy.yaml present = start reclaimd with it; absent = no controller.
 #
 # Idle-sensitive: between the work phases only shell builtins run (lib.sh's rule), and the
@@ -17,6 +22,8 @@
 # Lines (besides lib.sh's @@MARK/@@MEM and reclaimd's log):
 #   @@CPU <label> busy=<ticks> idle=<ticks>   aggregate /proc/stat (USER_HZ ticks)
 #   @@DISK <label> read_sectors=<n>           /dev/vda reads so far
+#   @@CPU/@@DISK/@@MEM also at the noisy phase's checkpoints (noisy_start, noisy_2m, noisy_5m,
+#   noisy_10m, noisy_end) and around each rebuild round (round_N_start, round_N_end)
 #   @@RECLAIMD pid=.. utime=.. stime=.. hwm_kib=.. rss_kib=..  its own cost, read before stop
 # The guest's helper library (tests/vm/guest/lib.sh, checked there), copied in by bench.py.
 # shellcheck source=/dev/null
@@ -109,6 +116,104 @@ archive() {
 	mem work_end
 }
 
+# The noisy phase's background (an editor's language server, say): a short burst on the CPU
+# every second, waiting with builtins (a read timing out on a FIFO nobody writes: a sleep fork
+# would cost more guest CPU under TCG than the burst itself).
+noise() {
+	while :; do
+		burn "${NOISE_MS:-20}"
+		# shellcheck disable=SC3045  # busybox sh's read has -t
+		read -r -t 1 _ <>/tmp/never
+	done
+}
+
+# The workload's hot set, re-read every HOT_PERIOD_MS (it forks: this is the work).
+hot() {
+	while :; do
+		cat /data/warm/d00/* /data/warm/d01/* /data/warm/d02/* /data/warm/d03/* >/dev/null
+		sleep_ms "${HOT_PERIOD_MS:-12000}"
+	done
+}
+
+# checkpoint LABEL: the figures the host reads at a moment of a busy phase.
+checkpoint() {
+	mark "$1"
+	cpu "$1"
+	disk "$1"
+	mem "$1"
+}
+
+# Never idle: after the build's cold cache, background noise and a hot set for LONG_MS; the
+# figures at 2, 5 and 10 full-scale minutes and at the end.
+noisy() {
+	mkfifo /tmp/never 2>/dev/null
+	checkpoint noisy_start
+	noise &
+	_noise=$!
+	hot &
+	_hot=$!
+	now_ms
+	_t0=$NOW_MS
+	for _m in 2 5 10; do
+		now_ms
+		_left=$((_t0 + _m * MINUTE_MS - NOW_MS))
+		[ "$_left" -gt 0 ] && sleep_ms "$_left"
+		checkpoint noisy_${_m}m
+	done
+	now_ms
+	_left=$((_t0 + LONG_MS - NOW_MS))
+	[ "$_left" -gt 0 ] && sleep_ms "$_left"
+	checkpoint noisy_end
+	kill "$_noise" "$_hot"
+	wait "$_noise" "$_hot" 2>/dev/null
+}
+
+# compile FROM COUNT: recompress COUNT source directories from d<FROM> on (of REBUILD_DIRS),
+# every source directory read (as make's dependency scan and the preprocessor do).
+compile() {
+	n=0
+	while [ $n -lt "$REBUILD_DIRS" ]; do
+		_d=d$((n / 10))$((n % 10))
+		if [ $(((n - $1 + REBUILD_DIRS) % REBUILD_DIRS)) -lt "$2" ]; then
+			cat /data/src/$_d/* | gzip -1 >/data/out/rb/$_d.gz
+		else
+			cat /data/src/$_d/* >/dev/null
+		fi
+		n=$((n + 1))
+	done
+	cat /data/out/rb/d*.gz >/data/out/rb/image # the link reads every object
+	sync
+}
+
+# A busy workload whose working set (REBUILD_DIRS source directories, their objects and the
+# linked image: ~300 MiB for 16) is larger than the floor: one full build (round 0), then
+# REBUILD_ROUNDS timed rounds, each recompressing REBUILD_GZIP directories, back to back.
+rebuild() {
+	: "${REBUILD_DIRS:=16}" "${REBUILD_GZIP:=2}" "${REBUILD_ROUNDS:=5}"
+	mkdir -p /data/out/rb
+	checkpoint round_0_start
+	compile 0 "$REBUILD_DIRS"
+	checkpoint round_0_end
+	set --
+	n=0
+	while [ $n -lt "$REBUILD_DIRS" ]; do
+		set -- "$@" /data/src/d$((n / 10))$((n % 10))
+		n=$((n + 1))
+	done
+	du -sck "$@" | while read -r _s _name; do
+		[ "$_name" = total ] && du -sk /data/out/rb | while read -r _o _; do
+			echo "@@MARK rebuild_set t_ms=0 src_kib=$_s obj_kib=$_o"
+		done
+	done
+	r=1
+	while [ $r -le "$REBUILD_ROUNDS" ]; do
+		checkpoint round_${r}_start
+		compile $(((r - 1) * REBUILD_GZIP % REBUILD_DIRS)) "$REBUILD_GZIP"
+		checkpoint round_${r}_end
+		r=$((r + 1))
+	done
+}
+
 idle() { # idle NAME MS: stay quiet; figures at both ends
 	cpu "${1}_start"
 	mark "${1}_start"
@@ -131,7 +236,7 @@ sleep 2  # let the balloon driver answer its first statistics request before the
 mem boot
 for p in $PHASES; do
 	case $p in
-	warm | build | archive) echo "@@PHASE $p"; $p ;;
+	warm | build | archive | noisy | rebuild) echo "@@PHASE $p"; $p ;;
 	long) echo "@@PHASE long"; idle long "$LONG_MS" ;;
 	short) echo "@@PHASE short"; idle short "$SHORT_MS" ;;
 	*) echo "unknown phase $p"; exit 2 ;;
