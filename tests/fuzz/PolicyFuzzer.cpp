@@ -56,7 +56,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     // The parse runs in a forked child first: a sanitizer's report there (exit 1, or an abort)
     // must be a finding here, not a refusal.
     FUZZ_CHECK(policy.error().errnoValue() != EPROTO, "the bounded parse's child did not fail");
-    FUZZ_CHECK(why.find("the YAML reader crashed") == std::string::npos, "the bounded parse's child did not crash");
+    // By the message's start: the input itself can hold the words (a key named so is echoed
+    // back as "fuzz.yaml:2:3: unknown key ...the YAML reader crashed...", found by the fuzzer).
+    FUZZ_CHECK(why.rfind("fuzz.yaml: the YAML reader crashed", 0) != 0, "the bounded parse's child did not crash");
     return 0;
   }
   checkSettings(*policy);
