@@ -32,6 +32,8 @@ class EngineUnitsTest : public EngineHarness {
     sim_.cgroup("user.slice/editor.service").hot = cache;
     sim_.setMachineBusy(0.02);
   }
+  // File cache of `path`'s subtree, MiB.
+  double fileMiB(const std::string& path) const { return static_cast<double>(sim_.subtreeFile(path)) / kMiB; }
   std::size_t writesTo(const std::string& path) const {
     return static_cast<std::size_t>(
         std::count_if(sim_.writes().begin(), sim_.writes().end(), [&](const Write& w) { return w.path == path; }));
@@ -47,8 +49,7 @@ TEST_F(EngineUnitsTest, AFinishedBuildsScopeIsReclaimedToItsFloorWhileAnEditorKe
       << "the scope is reclaimed within a scan period after its grace";
   EXPECT_LE(elapsed(), 120s + 2 * controller::kBusyScanEvery);
   run(30s);
-  EXPECT_NEAR(static_cast<double>(sim_.subtreeFile("user.slice/build.scope")) / kMiB, 16, 1)
-      << "down to reclaim.cgroup_floor";
+  EXPECT_NEAR(fileMiB("user.slice/build.scope"), 16, 1) << "down to reclaim.cgroup_floor";
   EXPECT_EQ(writesTo("user.slice/editor.service"), 0u) << "the busy unit keeps its cache";
   EXPECT_EQ(writesTo(""), 0u) << "the machine is busy: the root is not reclaimed as a whole";
   EXPECT_EQ(sim_.subtreeFile("user.slice/editor.service"), 160 * kMiB);
@@ -77,8 +78,7 @@ TEST_F(EngineUnitsTest, TheMachineFloorStillBinds) {
   start(kNoTrim);
   run(6min);
   ASSERT_GT(writesTo("user.slice/build.scope"), 0u);
-  EXPECT_NEAR(static_cast<double>(sim_.subtreeFile("")) / kMiB, 128, 1)
-      << "the scope's floor is 16 MiB, but the machine keeps 128 MiB in all";
+  EXPECT_NEAR(fileMiB(""), 128, 1) << "the scope's floor is 16 MiB, but the machine keeps 128 MiB in all";
 }
 
 TEST_F(EngineUnitsTest, AUnitThatWorksAgainIsLeftAtOnce) {
@@ -108,7 +108,7 @@ TEST_F(EngineUnitsTest, AQuietUnitIsTakenWholeNotAppByApp) {
   EXPECT_GT(writesTo("user.slice/user@1000.service"), 0u);
   EXPECT_EQ(writesTo("user.slice/user@1000.service/app.slice/a.service"), 0u);
   EXPECT_EQ(writesTo("user.slice/user@1000.service/app.slice/b.scope"), 0u);
-  EXPECT_NEAR(static_cast<double>(sim_.subtreeFile("user.slice/user@1000.service")) / kMiB, 16, 1);
+  EXPECT_NEAR(fileMiB("user.slice/user@1000.service"), 16, 1);
 }
 
 TEST_F(EngineUnitsTest, InsideABusyUnitItsQuietUnitsAreTaken) {
@@ -161,7 +161,7 @@ TEST_F(EngineUnitsTest, BesideRulesAUnitStaysATargetAcrossTheWalks) {
   sim_.addCgroup("kept.slice", 300 * kMiB);
   start(std::string(kNoTrim) + "rules:\n  - match: kept.slice\n    mode: disabled\n");
   run(6min);
-  EXPECT_NEAR(static_cast<double>(sim_.subtreeFile("user.slice/build.scope")) / kMiB, 16, 1);
+  EXPECT_NEAR(fileMiB("user.slice/build.scope"), 16, 1);
   EXPECT_EQ(count("unit_quiet"), 1u);
   EXPECT_GE(named("reclaim_step").size(), 4u);
   EXPECT_EQ(writesTo("kept.slice"), 0u);
@@ -179,7 +179,7 @@ TEST_F(EngineUnitsTest, AnIdleMachineIsReclaimedAsAWholeNotUnitByUnit) {
   EXPECT_GT(count("idle_entered"), 0u);
   EXPECT_EQ(writesTo("user.slice/build.scope"), 0u);
   EXPECT_GT(writesTo(""), 0u);
-  EXPECT_NEAR(static_cast<double>(sim_.subtreeFile("")) / kMiB, 128, 1);
+  EXPECT_NEAR(fileMiB(""), 128, 1);
 }
 
 TEST_F(EngineUnitsTest, TrimmingTheRestGoesOnBesideTheUnits) {
