@@ -21,9 +21,10 @@
 # only sampling is at phase boundaries; the host reads memory through the balloon instead.
 # Lines (besides lib.sh's @@MARK/@@MEM and reclaimd's log):
 #   @@CPU <label> busy=<ticks> idle=<ticks>   aggregate /proc/stat (USER_HZ ticks)
-#   @@DISK <label> read_sectors=<n>           /dev/vda reads so far
+#   @@DISK <label> read_sectors=<n> read_ms=<n>   /dev/vda reads so far, and their time
 #   @@CPU/@@DISK/@@MEM also at the noisy phase's checkpoints (noisy_start, noisy_2m, noisy_5m,
-#   noisy_10m, noisy_end) and around each rebuild round (round_N_start, round_N_end)
+#   noisy_10m, noisy_end) and around each rebuild round (round_N_start, round_N_end), with
+#   @@COST <label> reclaimd_ticks=<n> stall_some_us=<n> stall_full_us=<n>   (cost below)
 #   @@RECLAIMD pid=.. utime=.. stime=.. hwm_kib=.. rss_kib=..  its own cost, read before stop
 # The guest's helper library (tests/vm/guest/lib.sh, checked there), copied in by bench.py.
 # shellcheck source=/dev/null
@@ -34,9 +35,37 @@ cpu() {
 	echo "@@CPU $1 busy=$((_u + _n + _s + _q + _sq + _st)) idle=$((_i + _w))"
 }
 
-disk() {
-	read -r _r _ _sec _ </sys/block/vda/stat
-	echo "@@DISK $1 read_sectors=$_sec"
+disk() { # read_ms: the time reads were outstanding (the 4th field), what a refault costs
+	read -r _r _ _sec _rms _ </sys/block/vda/stat
+	echo "@@DISK $1 read_sectors=$_sec read_ms=$_rms"
+}
+
+# own_ticks: reclaimd's CPU so far into _own (utime + stime, USER_HZ ticks: memory.reclaim runs
+# in the writer's context, so the reclaim it asks for is in there too), _ut and _stt; unset
+# without reclaimd.
+own_ticks() {
+	_own=
+	[ -n "$PID" ] || return 0
+	read -r _line <"/proc/$PID/stat" || return 0
+	# Split on purpose: /proc/PID/stat's fields, utime and stime are the 14th and 15th.
+	# shellcheck disable=SC2086
+	set -- $_line
+	shift 13
+	_ut=$1 _stt=$2 _own=$(($1 + $2))
+}
+
+# cost LABEL: what the work can lose to reclaimd besides disk reads: its CPU (the guest has
+# one vCPU) and the machine's memory stall totals (PSI, us; they include reclaimd's own).
+cost() {
+	own_ticks
+	_ps=total= _pf=total=
+	if [ -r /proc/pressure/memory ]; then
+		{
+			read -r _ _ _ _ _ps
+			read -r _ _ _ _ _pf
+		} </proc/pressure/memory
+	fi
+	echo "@@COST $1 reclaimd_ticks=${_own:-0} stall_some_us=${_ps#total=} stall_full_us=${_pf#total=}"
 }
 
 # sleep_ms N: sleep N milliseconds (busybox sleep takes fractions).
@@ -141,6 +170,7 @@ checkpoint() {
 	cpu "$1"
 	disk "$1"
 	mem "$1"
+	cost "$1"
 }
 
 # Never idle: after the build's cold cache, background noise and a hot set for LONG_MS; the
@@ -243,12 +273,7 @@ for p in $PHASES; do
 	esac
 done
 if [ -n "$PID" ]; then
-	read -r _line <"/proc/$PID/stat"
-	# Split on purpose: /proc/PID/stat's fields, utime and stime are the 14th and 15th.
-	# shellcheck disable=SC2086
-	set -- $_line
-	shift 13
-	_ut=$1 _stt=$2
+	own_ticks
 	while read -r _k _v _; do
 		case $_k in
 		VmHWM:) _hwm=$_v ;;
