@@ -117,6 +117,7 @@ def noisy_figures(boot, grace, floor_mib):
         f["hot_read_after_2m_mib"] = mib
         f["hot_read_pct_per_min"] = 100 * mib / HOT_MIB / ((t1 - cp["noisy_2m"][0]) / minute)
     f.update(_steps(boot, "noisy"))
+    f.update({f"noisy_{k}": v for k, v in _cost(boot, "noisy", "noisy_start", "noisy_end", cp).items()})
     bound = (floor_mib + HOT_MIB) * 1.10
     off = boot.cache_offset_kib()
     reached = next((s.t for s in boot.samples if t0 <= s.t <= t1 and s.guest_cache_kib >= 0
@@ -150,23 +151,23 @@ def rebuild_figures(boot):
     if m:
         f["cache_end_mib"] = m["file_kib"] / 1024
     f.update(_steps(boot, "rebuild", cp["round_1_start"][0], cp[f"round_{len(rounds)}_end"][0]))
-    f.update(_rebuild_cost(boot, cp, len(rounds)))
+    f.update(_cost(boot, "rebuild", "round_1_start", f"round_{len(rounds)}_end", cp))
     return f
 
 
-def _rebuild_cost(boot, cp, n):
-    """What the timed rounds lost to reclaimd, summed: its CPU (one vCPU), the machine's memory
-    stall and the disk's read time, as a share of the rounds' span. Each is measured, none is a
-    round time, so the sum bounds reclaimd's cost whatever the host's noise does to the rounds
-    (an upper bound: the stall includes reclaimd's own, and a stalled read is counted twice)."""
-    a, b = "round_1_start", f"round_{n}_end"
-    cost = {name: fl for _, name, fl in boot.parsed("@@COST", "rebuild")}
-    disk = {name: fl for _, name, fl in boot.parsed("@@DISK", "rebuild")}
+def _cost(boot, phase, a, b, cp):
+    """What the work lost to reclaimd between checkpoints a and b, summed: its CPU (one vCPU),
+    the machine's memory stall and the disk's read time, as a share of the span. Each is
+    measured, none is a round time, so the sum bounds reclaimd's cost whatever the host's noise
+    does to the rounds (an upper bound: the stall includes reclaimd's own, and a stalled read
+    is counted twice)."""
+    cost = {name: fl for _, name, fl in boot.parsed("@@COST", phase)}
+    disk = {name: fl for _, name, fl in boot.parsed("@@DISK", phase)}
     num = lambda d, k, key: int(d[k][key]) if k in d and d[k].get(key, "").isdigit() else None  # noqa: E731
     got = {}
-    for key, src, field, unit in (("reclaimd_round_cpu_s", cost, "reclaimd_ticks", 100),
-                                  ("round_stall_s", cost, "stall_some_us", 1e6),
-                                  ("round_read_s", disk, "read_ms", 1000)):
+    for key, src, field, unit in (("cost_cpu_s", cost, "reclaimd_ticks", 100),
+                                  ("cost_stall_s", cost, "stall_some_us", 1e6),
+                                  ("cost_read_s", disk, "read_ms", 1000)):
         x, y = num(src, a, field), num(src, b, field)
         if x is not None and y is not None:
             got[key] = (y - x) / unit
@@ -217,6 +218,9 @@ def _table_rows(scen, grace):
             ("Never idle: guest CPU busy over the phase, % (idle <= 0.5)", cells("busy_pct"), "{:.2f}"),
             ("Never idle: idle periods entered / idle reclaim steps", pair("idle_entered", "idle_steps"), "{}"),
             ("Never idle: trim probes / MiB trimmed", pair("trims", "trimmed_mib"), "{}"),
+            ("Never idle: reclaimd CPU / memory stall (PSI some) over the phase, s",
+             lambda r: None if r.get("noisy_cost_pct") is None else
+             f"{r['noisy_cost_cpu_s']:.2f} / {r['noisy_cost_stall_s']:.3f}", "{}"),
             ("Never idle: hot set read from disk after 2 min, MiB (% of it a minute; target < 1)",
              lambda r: None if r.get("hot_read_after_2m_mib") is None else
              f"{r['hot_read_after_2m_mib']:.1f} ({r['hot_read_pct_per_min']:.2f})", "{}"),
@@ -231,7 +235,7 @@ def _table_rows(scen, grace):
         ("Rebuild: MiB read from disk over the timed rounds", cells("rounds_disk_mib"), "{:.1f}"),
         ("Rebuild: reclaimd CPU / memory stall / disk read time over the timed rounds, s",
          lambda r: None if r.get("cost_pct") is None else
-         f"{r['reclaimd_round_cpu_s']:.2f} / {r['round_stall_s']:.2f} / {r['round_read_s']:.2f}", "{}"),
+         f"{r['cost_cpu_s']:.2f} / {r['cost_stall_s']:.2f} / {r['cost_read_s']:.2f}", "{}"),
         ("Rebuild: their sum, % of the rounds' time (bounds reclaimd's cost; target <= 2)",
          cells("cost_pct"), "{:.2f}"),
         ("Rebuild: trim probes / MiB trimmed / holds in the timed rounds", lambda r: None if r.get(
