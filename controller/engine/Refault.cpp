@@ -19,7 +19,7 @@ void RefaultGuard::observe(TimePoint at, std::uint64_t refaults) {
 }
 
 void RefaultGuard::stepEnded(TimePoint at, std::uint64_t refaults) {
-  watch_ = Watch{at, refaults, rate_};
+  watch_ = Watch{at, at, refaults, rate_};
   lastAt_ = at;
   last_ = refaults;
 }
@@ -34,6 +34,16 @@ std::optional<RefaultJump> RefaultGuard::check(TimePoint at, std::uint64_t refau
     observe(at, refaults);
     return std::nullopt;
   }
+  // A reading more than a window after the watch's previous one cannot say when its refaults
+  // came: for all it knows the work started again long after the step. No verdict then (the
+  // engine reads a watched target every turn, so this is a missed turn, not the rule).
+  if (at - watch_->lastAt > config_.window) {
+    watch_.reset();
+    lastAt_ = at;
+    last_ = refaults;
+    return std::nullopt;
+  }
+  watch_->lastAt = at;
   const double elapsed = seconds(at - watch_->since);
   const double expected = watch_->rateBefore * elapsed;
   const double seen = static_cast<double>(refaults - watch_->base);

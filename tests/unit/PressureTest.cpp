@@ -101,6 +101,34 @@ TEST(Refault, QuietWindowEndsTheWatch) {
   EXPECT_FALSE(g.check(at(7s), 100000).has_value()) << "refaults long after a step are not its doing";
 }
 
+// Issue 12 item 14: a watch whose first reading came 121 s after the step still fired,
+// because the jump was tested before the window's expiry.
+TEST(Refault, AReadingLongAfterTheWindowGivesNoVerdict) {
+  RefaultGuard g(RefaultConfig{10s, 256});
+  g.observe(at(0s), 1000);
+  g.observe(at(1s), 1000);
+  g.stepEnded(at(2s), 1000);
+  EXPECT_FALSE(g.check(at(123s), 50000).has_value()) << "work that came back later is not the step's doing";
+  EXPECT_FALSE(g.watching());
+}
+
+TEST(Refault, TheReadingThatCrossesTheWindowsEndIsStillJudged) {
+  RefaultGuard g(RefaultConfig{10s, 256});
+  g.stepEnded(at(0s), 1000);
+  EXPECT_FALSE(g.check(at(9s), 1100).has_value());
+  auto jump = g.check(at(10500ms), 1600);  // one turn later: most of it within the window
+  ASSERT_TRUE(jump.has_value());
+  EXPECT_EQ(jump->excessPages, 600u);
+}
+
+TEST(Refault, ReadingsEveryTurnKeepTheWatchAcrossTheWindow) {
+  RefaultGuard g(RefaultConfig{10s, 256});
+  g.stepEnded(at(0s), 0);
+  for (int s = 1; s <= 9; ++s) EXPECT_FALSE(g.check(at(std::chrono::seconds(s)), 0).has_value());
+  EXPECT_TRUE(g.watching());
+  EXPECT_TRUE(g.check(at(9500ms), 400).has_value()) << "a jump late in the window";
+}
+
 TEST(Refault, CounterResetIsANewCgroup) {
   RefaultGuard g;
   g.stepEnded(at(0s), 5000);
