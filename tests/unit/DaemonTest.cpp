@@ -68,6 +68,40 @@ TEST_F(DaemonTest, SighupKeepsTheOldPolicyWhenTheNewOneIsInvalid) {
   EXPECT_EQ(d->wait(5s), 0);
 }
 
+// Issue 12 item 2: 20,001 YAML aliases of one rule, sent by SIGHUP, aborted the daemon
+// (std::bad_alloc, rc 134).
+TEST_F(DaemonTest, SighupWithTwentyThousandAliasesOfOneRuleIsRejectedNotAnAbort) {
+  FakeMachine machine(fx_);
+  auto d = start();
+  ASSERT_TRUE(waitLog("event=start"));
+  std::string text = std::string(kFastPolicy) + "rules:\n  - &r {match: a}\n";
+  for (int i = 0; i < 20000; ++i) text += "  - *r\n";
+  fx_.write("policy.yaml", text);
+  d->signal(SIGHUP);
+  ASSERT_TRUE(waitLog("event=reload result=rejected keeping=previous")) << log().substr(0, 2000);
+  EXPECT_TRUE(logHas("20001 rules so far, more than the 1000 allowed")) << log().substr(0, 2000);
+  EXPECT_TRUE(d->running());
+  d->signal(SIGTERM);
+  EXPECT_EQ(d->wait(5s), 0);
+}
+
+// Issue 12 item 13: SIGUSR1, SIGUSR2 and SIGALRM killed it without a stop event, leaving the
+// socket behind.
+TEST_F(DaemonTest, SignalsItDoesNotUseAreLoggedAndIgnored) {
+  FakeMachine machine(fx_);
+  auto d = start();
+  ASSERT_TRUE(waitLog("event=start"));
+  for (int sig : {SIGUSR1, SIGUSR2, SIGALRM}) {
+    d->signal(sig);
+    const std::string line = std::string("event=signal_ignored signal=") + sigabbrev_np(sig);
+    ASSERT_TRUE(waitLog(line)) << log();
+  }
+  EXPECT_TRUE(d->running());
+  d->signal(SIGTERM);
+  EXPECT_EQ(d->wait(5s), 0);
+  EXPECT_TRUE(logHas("event=stop signal=SIGTERM")) << log();
+}
+
 TEST_F(DaemonTest, InvalidConfigAtStartIsAConfigError) {
   fx_.write("policy.yaml", "idle:\n  grace: never\n");
   FakeMachine machine(fx_);

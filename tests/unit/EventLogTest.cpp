@@ -1,0 +1,81 @@
+// The per-target rate limit (issue 12 item 12): cgroup churn gave 36,746 target_idle lines in
+// 34 s before it; machine-wide events and the steps themselves are never limited.
+#include <gtest/gtest.h>
+
+#include <spdlog/sinks/ostream_sink.h>
+#include <spdlog/spdlog.h>
+
+#include <memory>
+#include <sstream>
+#include <string>
+
+#include "controller/shell/EventLog.h"
+
+namespace reclaimd::controller {
+namespace {
+
+using namespace std::chrono_literals;
+
+// Routes the default logger to a string for one test, and back.
+class CapturedLog {
+ public:
+  CapturedLog() : previous_(spdlog::default_logger()) {
+    auto sink = std::make_shared<spdlog::sinks::ostream_sink_st>(out_);
+    auto logger = std::make_shared<spdlog::logger>("test", sink);
+    logger->set_pattern("%v");
+    logger->set_level(spdlog::level::info);
+    spdlog::set_default_logger(logger);
+  }
+  ~CapturedLog() { spdlog::set_default_logger(previous_); }
+  int count(const std::string& needle) const {
+    std::istringstream in(out_.str());
+    int n = 0;
+    for (std::string line; std::getline(in, line);) n += line.find(needle) != std::string::npos;
+    return n;
+  }
+
+ private:
+  std::ostringstream out_;
+  std::shared_ptr<spdlog::logger> previous_;
+};
+
+Events many(const char* name, int n, bool withCgroup) {
+  Events events;
+  for (int i = 0; i < n; ++i) {
+    Event e(Severity::Warn, name);
+    if (withCgroup) e.add("cgroup", "churn/c" + std::to_string(i));
+    events.push_back(e);
+  }
+  return events;
+}
+
+TEST(EventLog, PerTargetEventsAreLimitedPerNameAndTheRestCounted) {
+  CapturedLog log;
+  EventLog events;
+  const TimePoint t0{};
+  events.write(many("target_idle", 1000, true), t0);
+  events.write(many("read_failed", 10, true), t0 + 1s);
+  EXPECT_EQ(log.count("event=target_idle"), 60) << "60 a minute per event name";
+  EXPECT_EQ(log.count("event=read_failed"), 10) << "another name has its own budget";
+  EXPECT_EQ(log.count("log_suppressed"), 0) << "said once the minute is over";
+
+  events.write(many("target_idle", 1, true), t0 + 60s);
+  EXPECT_EQ(log.count("event=log_suppressed name=target_idle count=940 span_s=60"), 1);
+  EXPECT_EQ(log.count("event=target_idle"), 61) << "a new minute, a new budget";
+}
+
+TEST(EventLog, MachineWideEventsAndStepsAreNeverLimited) {
+  CapturedLog log;
+  EventLog events;
+  const TimePoint t0{};
+  events.write(many("idle_entered", 500, false), t0);
+  events.write(many("reclaim_step", 500, true), t0);
+  events.write(many("floor_raised", 100, true), t0);
+  EXPECT_EQ(log.count("event=idle_entered"), 500);
+  EXPECT_EQ(log.count("event=reclaim_step"), 500);
+  EXPECT_EQ(log.count("event=floor_raised"), 100);
+  EXPECT_EQ(log.count("log_suppressed"), 0);
+}
+
+}  // namespace
+}  // namespace reclaimd::controller
