@@ -218,6 +218,18 @@ TEST_F(EngineTest, AStepThatFreedNothingPausesTheTargetUntilItsCacheRegrows) {
   EXPECT_TRUE(runUntil([&] { return sim_.writes().size() > writes; }, 10s));
 }
 
+// Issue 12 item 10: a cache within a chunk of 2^64 wrapped "stalled at + a chunk" and the
+// target was asked again every tick.
+TEST_F(EngineTest, ACacheNearTwoToTheSixtyFourIsNotMistakenForRegrowth) {
+  sim_.addCgroup("work", UINT64_MAX - 16 * kMiB);
+  sim_.setOvershoot(0);
+  start();
+  ASSERT_TRUE(runUntil([&] { return !sim_.writes().empty(); }, 3min));
+  const std::size_t writes = sim_.writes().size();
+  run(30s);
+  EXPECT_EQ(sim_.writes().size(), writes) << "paused until the cache regrows, which it cannot";
+}
+
 TEST_F(EngineTest, EinvalAfterAGoodProbeReprobesAndFallsBackToDropcache) {
   sim_.addCgroup("work", 1000 * kMiB);
   sim_.queueWriteStatus(cgroup::ReclaimStatus::Unsupported, EINVAL);
