@@ -3,6 +3,7 @@
 // What a fixture cannot show (EINVAL from 6.1, EAGAIN, real cache falling) the VM tests show.
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/resource.h>
 
 #include <thread>
 
@@ -100,6 +101,30 @@ TEST_F(DaemonTest, SignalsItDoesNotUseAreLoggedAndIgnored) {
   d->signal(SIGTERM);
   EXPECT_EQ(d->wait(5s), 0);
   EXPECT_TRUE(logHas("event=stop signal=SIGTERM")) << log();
+}
+
+// Issue 12 item 5: with the soft fd limit left at 1,024 and four fds a target, about 1,000
+// targets (a busy Kubernetes node) disabled reclaim and logged 64,000 warnings in 12 s.
+TEST_F(DaemonTest, ATwelveHundredTargetTreeUnderASoftLimitOf1024IsWalkedAndReadWhole) {
+  FakeMachine machine(fx_);
+  constexpr int kPods = 1200;
+  for (int i = 0; i < kPods; ++i) machine.addStillCgroup("pods/p" + std::to_string(i), 64);
+  rlimit saved{};
+  ASSERT_EQ(::getrlimit(RLIMIT_NOFILE, &saved), 0);
+  ASSERT_GT(saved.rlim_max, 4 * static_cast<rlim_t>(kPods)) << "the hard limit must leave room for the test to mean anything";
+  rlimit low = saved;
+  low.rlim_cur = 1024;  // what systemd and most shells give a service: the child inherits it
+  ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &low), 0);
+  auto d = startWith(std::string("mode: gradual\n") + kFastPolicy +
+                     "rules:\n  - match: pods/*\n    idle_source: cgroup\n    floor: 16M\n");
+  ::setrlimit(RLIMIT_NOFILE, &saved);
+  ASSERT_TRUE(waitLog("event=fd_limit soft=" + std::to_string(saved.rlim_max))) << log().substr(0, 2000);
+  ASSERT_TRUE(waitLog("targets=" + std::to_string(kPods), 0, 20s)) << log().substr(0, 2000);
+  ASSERT_TRUE(waitLog("event=reclaim_step cgroup=pods/", 0, 20s)) << log().substr(0, 2000);
+  EXPECT_FALSE(logHas("Too many open files")) << log().substr(0, 2000);
+  EXPECT_FALSE(logHas("walk_incomplete")) << log().substr(0, 2000);
+  d->signal(SIGTERM);
+  EXPECT_EQ(d->wait(10s), 0);
 }
 
 TEST_F(DaemonTest, InvalidConfigAtStartIsAConfigError) {

@@ -58,6 +58,13 @@ void FakeMachine::addCgroup(const std::string& path, unsigned long long fileMiB)
   writeCgroup(path, cg);
 }
 
+void FakeMachine::addStillCgroup(const std::string& path, unsigned long long fileMiB) {
+  Cg cg;
+  cg.fileMiB = fileMiB;
+  fx_.write("cg/" + path + "/memory.reclaim", "");
+  writeCgroup(path, cg);
+}
+
 void FakeMachine::removeCgroup(const std::string& path) {
   std::lock_guard<std::mutex> lock(mutex_);
   for (auto it = cgroups_.begin(); it != cgroups_.end();) {

@@ -25,6 +25,9 @@ class FakeMachine {
   void setMalformed(bool m) { malformed_ = m; }
   // A cgroup below cg/ with memory.stat (file cache in MiB), cpu.stat and memory.reclaim.
   void addCgroup(const std::string& path, unsigned long long fileMiB);
+  // The same, written once and never updated: a cgroup that does nothing, cheap by the
+  // thousand (the clock thread rewrites the others' files every update).
+  void addStillCgroup(const std::string& path, unsigned long long fileMiB);
   // Removes the cgroup's directory (and stops advancing its cpu.stat), as rmdir would.
   void removeCgroup(const std::string& path);
   // CPU the cgroup uses, in microseconds per 20 ms update (20000 = one whole CPU).
