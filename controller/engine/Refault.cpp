@@ -19,7 +19,7 @@ void RefaultGuard::observe(TimePoint at, std::uint64_t refaults) {
 }
 
 void RefaultGuard::stepEnded(TimePoint at, std::uint64_t refaults) {
-  watch_ = Watch{at, at, refaults, rate_};
+  watch_ = Watch{at, at, refaults, refaults, rate_};
   lastAt_ = at;
   last_ = refaults;
 }
@@ -29,38 +29,38 @@ std::optional<RefaultJump> RefaultGuard::check(TimePoint at, std::uint64_t refau
     observe(at, refaults);
     return std::nullopt;
   }
-  if (refaults < watch_->base) {  // counter reset: a new cgroup under the old name
+  if (refaults < watch_->last) {  // counter reset: a new cgroup under the old name
     watch_.reset();
     observe(at, refaults);
     return std::nullopt;
   }
-  // A reading more than a window after the watch's previous one cannot say when its refaults
-  // came: for all it knows the work started again long after the step. No verdict then (the
-  // engine reads a watched target every turn, so this is a missed turn, not the rule).
-  if (at - watch_->lastAt > config_.window) {
-    watch_.reset();
-    lastAt_ = at;
-    last_ = refaults;
-    return std::nullopt;
+  // A reading past the window's end counts only the window's share of what came since the
+  // previous reading, at an even rate: refaults spread over two minutes after a step are not
+  // all the step's doing (issue 12 item 14), and a tick as long as the window still sees its
+  // own step's refaults.
+  const TimePoint end = watch_->since + config_.window;
+  double counted = static_cast<double>(refaults);
+  TimePoint upTo = at;
+  if (at > end && at > watch_->lastAt) {
+    const double share = seconds(end - watch_->lastAt) / seconds(at - watch_->lastAt);
+    counted = static_cast<double>(watch_->last) + static_cast<double>(refaults - watch_->last) * share;
+    upTo = end;
   }
   watch_->lastAt = at;
-  const double elapsed = seconds(at - watch_->since);
+  watch_->last = refaults;
+  const double elapsed = seconds(upTo - watch_->since);
   const double expected = watch_->rateBefore * elapsed;
-  const double seen = static_cast<double>(refaults - watch_->base);
-  if (seen - expected > static_cast<double>(config_.limitPages)) {
-    RefaultJump jump{static_cast<std::uint64_t>(seen - expected), watch_->rateBefore,
-                     elapsed > 0 ? seen / elapsed : seen};
-    watch_.reset();
-    lastAt_ = at;
-    last_ = refaults;
-    return jump;
-  }
-  if (at - watch_->since >= config_.window) {
+  const double seen = counted - static_cast<double>(watch_->base);
+  std::optional<RefaultJump> jump;
+  if (seen - expected > static_cast<double>(config_.limitPages))
+    jump = RefaultJump{static_cast<std::uint64_t>(seen - expected), watch_->rateBefore,
+                       elapsed > 0 ? seen / elapsed : seen};
+  if (jump || at >= end) {  // one alarm per step; a window without one ends quietly
     watch_.reset();
     lastAt_ = at;
     last_ = refaults;
   }
-  return std::nullopt;
+  return jump;
 }
 
 }  // namespace reclaimd::controller

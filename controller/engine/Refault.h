@@ -34,8 +34,8 @@ class RefaultGuard {
   // A step ended at `at` with the counter at `refaults`: start watching.
   void stepEnded(TimePoint at, std::uint64_t refaults);
   // A reading while watching: the jump when the limit is passed (the watch then ends), else
-  // nullopt. The watch also ends quietly when its window has passed, and without a verdict
-  // on a reading that comes more than a window after the watch's previous one.
+  // nullopt. The watch also ends quietly when its window has passed; a reading past the
+  // window's end is judged on the window's share of what came since the previous reading.
   std::optional<RefaultJump> check(TimePoint at, std::uint64_t refaults);
 
   bool watching() const { return watch_.has_value(); }
@@ -44,8 +44,9 @@ class RefaultGuard {
  private:
   struct Watch {
     TimePoint since;
-    TimePoint lastAt;  // the watch's newest reading (the step's end at first)
+    TimePoint lastAt;    // the watch's newest reading (the step's end at first)
     std::uint64_t base;
+    std::uint64_t last;  // the counter at lastAt
     double rateBefore;
   };
   RefaultConfig config_;
