@@ -19,7 +19,7 @@ void RefaultGuard::observe(TimePoint at, std::uint64_t refaults) {
 }
 
 void RefaultGuard::stepEnded(TimePoint at, std::uint64_t refaults) {
-  watch_ = Watch{at, at, refaults, refaults, rate_};
+  watch_ = Watch{at, refaults, rate_};
   lastAt_ = at;
   last_ = refaults;
 }
@@ -29,7 +29,7 @@ std::optional<RefaultJump> RefaultGuard::check(TimePoint at, std::uint64_t refau
     observe(at, refaults);
     return std::nullopt;
   }
-  if (refaults < watch_->last) {  // counter reset: a new cgroup under the old name
+  if (refaults < last_) {  // counter reset: a new cgroup under the old name
     watch_.reset();
     observe(at, refaults);
     return std::nullopt;
@@ -41,13 +41,13 @@ std::optional<RefaultJump> RefaultGuard::check(TimePoint at, std::uint64_t refau
   const TimePoint end = watch_->since + config_.window;
   double counted = static_cast<double>(refaults);
   TimePoint upTo = at;
-  if (at > end && at > watch_->lastAt) {
-    const double share = seconds(end - watch_->lastAt) / seconds(at - watch_->lastAt);
-    counted = static_cast<double>(watch_->last) + static_cast<double>(refaults - watch_->last) * share;
+  if (at > end && at > *lastAt_) {
+    const double share = seconds(end - *lastAt_) / seconds(at - *lastAt_);
+    counted = static_cast<double>(last_) + static_cast<double>(refaults - last_) * share;
     upTo = end;
   }
-  watch_->lastAt = at;
-  watch_->last = refaults;
+  lastAt_ = at;  // during a watch, the previous reading (observe() resumes from it after)
+  last_ = refaults;
   const double elapsed = seconds(upTo - watch_->since);
   const double expected = watch_->rateBefore * elapsed;
   const double seen = counted - static_cast<double>(watch_->base);
@@ -55,11 +55,7 @@ std::optional<RefaultJump> RefaultGuard::check(TimePoint at, std::uint64_t refau
   if (seen - expected > static_cast<double>(config_.limitPages))
     jump = RefaultJump{static_cast<std::uint64_t>(seen - expected), watch_->rateBefore,
                        elapsed > 0 ? seen / elapsed : seen};
-  if (jump || at >= end) {  // one alarm per step; a window without one ends quietly
-    watch_.reset();
-    lastAt_ = at;
-    last_ = refaults;
-  }
+  if (jump || at >= end) watch_.reset();  // one alarm per step; a window without one ends quietly
   return jump;
 }
 

@@ -44,13 +44,11 @@ class RefaultGuard {
  private:
   struct Watch {
     TimePoint since;
-    TimePoint lastAt;    // the watch's newest reading (the step's end at first)
     std::uint64_t base;
-    std::uint64_t last;  // the counter at lastAt
     double rateBefore;
   };
   RefaultConfig config_;
-  std::optional<TimePoint> lastAt_;
+  std::optional<TimePoint> lastAt_;  // the newest reading, in a watch or not
   std::uint64_t last_ = 0;
   double rate_ = 0;  // pages per second between the last two readings outside a watch
   std::optional<Watch> watch_;
