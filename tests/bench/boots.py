@@ -63,6 +63,21 @@ class Boot:
         """The sample nearest to host time t."""
         return min(self.samples, key=lambda s: abs(s.t - t)) if self.samples else None
 
+    def qemu_cpu_at(self, t):
+        """QEMU's CPU seconds at host time t, interpolated between the samples around it (None
+        outside them): the guest's work as the host paid for it, which waiting for the host's
+        CPUs does not lengthen as it lengthens wall time."""
+        s = [x for x in self.samples if x.qemu_cpu_s >= 0]
+        for a, b in zip(s, s[1:]):
+            if a.t <= t <= b.t:
+                return a.qemu_cpu_s + (b.qemu_cpu_s - a.qemu_cpu_s) * (t - a.t) / (b.t - a.t)
+        return None
+
+    def qemu_minflt_between(self, t0, t1):
+        """QEMU's minor page faults between the samples nearest t0 and t1 (None if unsampled)."""
+        a, b = self.sample_at(t0), self.sample_at(t1)
+        return b.qemu_minflt - a.qemu_minflt if a and b and min(a.qemu_minflt, b.qemu_minflt) >= 0 else None
+
     def cache_offset_kib(self):
         """The balloon's page-cache figure (NR_FILE_PAGES) also counts the initramfs (rootfs
         pages, never on the LRU) and shmem: its excess over the guest's own

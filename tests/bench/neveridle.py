@@ -130,10 +130,14 @@ def noisy_figures(boot, grace, floor_mib):
 def rebuild_figures(boot):
     f = {"kernel": boot.kernel, "release": boot.release, "config": boot.config, "scenario": "rebuild"}
     cp = _checkpoints(boot, "round_", "rebuild")
-    rounds, disk, i = [], [], 1
+    rounds, cpu, guest, disk, i = [], [], [], [], 1
     while f"round_{i}_start" in cp and f"round_{i}_end" in cp:
         a, b = cp[f"round_{i}_start"], cp[f"round_{i}_end"]
         rounds.append(b[0] - a[0])
+        qa, qb = boot.qemu_cpu_at(a[0]), boot.qemu_cpu_at(b[0])
+        cpu.append(qb - qa if qa is not None and qb is not None else None)
+        if all(k in a[2] and k in b[2] for k in ("user", "sys")):  # USER_HZ ticks
+            guest.append(tuple((int(b[2][k]) - int(a[2][k])) / 100 for k in ("user", "sys")))
         disk.append((b[3] - a[3]) * 512 / 2**20 if a[3] is not None and b[3] is not None else 0.0)
         i += 1
     if not rounds or "round_0_end" not in cp:
@@ -142,6 +146,13 @@ def rebuild_figures(boot):
     f["round0_s"] = cp["round_0_end"][0] - cp["round_0_start"][0]
     f["rounds_s"] = " ".join(f"{x:.2f}" for x in rounds)
     f["round_best_s"], f["round_median_s"] = min(rounds), statistics.median(rounds)
+    cpu = [x for x in cpu if x is not None]  # the last round may end after the last sample
+    if cpu:  # the host's CPU seconds for each round: host contention left out
+        f["rounds_cpu_s"] = " ".join(f"{x:.2f}" for x in cpu)
+        f["round_cpu_best_s"], f["round_cpu_median_s"] = min(cpu), statistics.median(cpu)
+    if guest and len(guest) == len(rounds):  # where a round's time went inside the guest
+        f["round_user_median_s"] = statistics.median(u for u, _ in guest)
+        f["round_sys_median_s"] = statistics.median(k for _, k in guest)
     f["round_disk_mib"] = " ".join(f"{x:.1f}" for x in disk)
     f["rounds_disk_mib"] = sum(disk)
     s = next((fl for _, n, fl in boot.parsed("@@MARK", "rebuild") if n == "rebuild_set"), None)
@@ -151,6 +162,7 @@ def rebuild_figures(boot):
     if m:
         f["cache_end_mib"] = m["file_kib"] / 1024
     f.update(_steps(boot, "rebuild", cp["round_1_start"][0], cp[f"round_{len(rounds)}_end"][0]))
+    f["rounds_host_faults"] = boot.qemu_minflt_between(cp["round_1_start"][0], cp[f"round_{len(rounds)}_end"][0])
     f.update(_cost(boot, "rebuild", "round_1_start", f"round_{len(rounds)}_end", cp))
     return f
 
@@ -195,6 +207,9 @@ def derive(rows):
         if r.get("scenario") == "rebuild" and b and "error" not in r:
             r["ratio_best"] = r["round_best_s"] / b["round_best_s"]
             r["ratio_median"] = r["round_median_s"] / b["round_median_s"]
+            if r.get("round_cpu_median_s") and b.get("round_cpu_median_s"):
+                r["cpu_ratio_best"] = r["round_cpu_best_s"] / b["round_cpu_best_s"]
+                r["cpu_ratio_median"] = r["round_cpu_median_s"] / b["round_cpu_median_s"]
 
 
 # ---- table --------------------------------------------------------------------------------
@@ -232,12 +247,22 @@ def _table_rows(scen, grace):
          f"{r['round_best_s']:.2f} / {r['round_median_s']:.2f}", "{}"),
         ("Rebuild: ratio to no controller, best / median (target <= 1.02)", lambda r: None if r.get(
             "ratio_best") is None else f"{r['ratio_best']:.3f} / {r['ratio_median']:.3f}", "{}"),
+        ("Rebuild: host CPU (QEMU) per round, best / median, s", lambda r: None if r.get(
+            "round_cpu_best_s") is None else f"{r['round_cpu_best_s']:.2f} / {r['round_cpu_median_s']:.2f}", "{}"),
+        ("Rebuild: its ratio to no controller, best / median (waiting for a host CPU left out)",
+         lambda r: None if r.get("cpu_ratio_best") is None else
+         f"{r['cpu_ratio_best']:.3f} / {r['cpu_ratio_median']:.3f}", "{}"),
+        ("Rebuild: guest user / system CPU per round, median, s", lambda r: None if r.get(
+            "round_user_median_s") is None else
+         f"{r['round_user_median_s']:.2f} / {r['round_sys_median_s']:.2f}", "{}"),
         ("Rebuild: MiB read from disk over the timed rounds", cells("rounds_disk_mib"), "{:.1f}"),
         ("Rebuild: reclaimd CPU / memory stall / disk read time over the timed rounds, s",
          lambda r: None if r.get("cost_pct") is None else
          f"{r['cost_cpu_s']:.2f} / {r['cost_stall_s']:.2f} / {r['cost_read_s']:.2f}", "{}"),
         ("Rebuild: their sum, % of the rounds' time (reclaimd's own share; target <= 2)",
          cells("cost_pct"), "{:.2f}"),
+        ("Rebuild: host page faults of QEMU over the timed rounds (guest RAM refilled)",
+         cells("rounds_host_faults"), "{}"),
         ("Rebuild: trim probes / MiB trimmed / holds in the timed rounds", lambda r: None if r.get(
             "trims") is None else f"{r['trims']} / {r['trimmed_mib']:.0f} / {r['trim_held']}", "{}"),
         ("Rebuild: guest file cache after the last round, MiB", cells("cache_end_mib"), "{:.0f}"),

@@ -7,6 +7,8 @@ scenario.Timeline stamps guest lines with):
                    the same minus QEMU's own heap and TCG's translation cache;
   - host_busy_pct: the host's CPUs busy over the last period, qemu_cpu_s: QEMU's CPU time
                    (to tell contention on the host from the guest's own behaviour);
+  - qemu_minflt:   QEMU's minor page faults so far: the host filling guest RAM, e.g. pages the
+                   guest gave back through free page reporting and touches again;
   - guest_*_kib:   the guest's MemTotal, MemFree, MemAvailable and page cache (NR_FILE_PAGES,
                    shmem included) from virtio-balloon's statistics queue, read over QMP
                    (vmext.run(balloon_stats=True)). The guest kernel answers the balloon's
@@ -37,6 +39,7 @@ class Sample(NamedTuple):
     stats_age_s: float
     host_busy_pct: float = -1.0  # the host's CPUs busy over the last period (contention)
     qemu_cpu_s: float = -1.0     # QEMU's CPU time so far (utime+stime)
+    qemu_minflt: int = -1        # QEMU's minor page faults so far
 
 
 class Qmp:
@@ -93,10 +96,11 @@ def _host_cpu():
     return total - idle, total
 
 
-def _proc_cpu_s(pid):
+def _proc_cpu_s_minflt(pid):
+    """(utime + stime in seconds, minor faults) of a process."""
     with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        fields = f.read().rsplit(")", 1)[1].split()  # fields[0] is the 3rd field, state
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK"), int(fields[7])
 
 
 def _ram_rss_kib(pid, mem_kib):
@@ -149,7 +153,7 @@ class HostMonitor:
             try:
                 rss = _status_kib(pid, "VmRSS")
                 ram = _ram_rss_kib(pid, self.mem_kib)
-                qcpu = _proc_cpu_s(pid)
+                qcpu, minflt = _proc_cpu_s_minflt(pid)
             except (OSError, ValueError, IndexError):
                 break  # QEMU is gone
             cur = _host_cpu()
@@ -182,7 +186,7 @@ class HostMonitor:
             self.samples.append(Sample(t, rss, ram, kib("stat-total-memory"),
                                        kib("stat-free-memory"), kib("stat-available-memory"),
                                        kib("stat-disk-caches"), round(age, 2),
-                                       round(busy, 1), round(qcpu, 2)))
+                                       round(busy, 1), round(qcpu, 2), minflt))
             next_t += self.period
             self._stop.wait(max(0.0, next_t - time.monotonic()))
         if qmp is not None:

@@ -20,7 +20,8 @@
 # Idle-sensitive: between the work phases only shell builtins run (lib.sh's rule), and the
 # only sampling is at phase boundaries; the host reads memory through the balloon instead.
 # Lines (besides lib.sh's @@MARK/@@MEM and reclaimd's log):
-#   @@CPU <label> busy=<ticks> idle=<ticks>   aggregate /proc/stat (USER_HZ ticks)
+#   @@CPU <label> busy=<ticks> idle=<ticks> user=<ticks> sys=<ticks>   aggregate /proc/stat
+#                 (USER_HZ ticks; user counts nice, sys the kernel outside interrupts)
 #   @@DISK <label> read_sectors=<n> read_ms=<n>   /dev/vda reads so far, and their time
 #   @@CPU/@@DISK/@@MEM also at the noisy phase's checkpoints (noisy_start, noisy_2m, noisy_5m,
 #   noisy_10m, noisy_end) and around each rebuild round (round_N_start, round_N_end), with
@@ -32,7 +33,7 @@
 
 cpu() {
 	read -r _c _u _n _s _i _w _q _sq _st _ </proc/stat
-	echo "@@CPU $1 busy=$((_u + _n + _s + _q + _sq + _st)) idle=$((_i + _w))"
+	echo "@@CPU $1 busy=$((_u + _n + _s + _q + _sq + _st)) idle=$((_i + _w)) user=$((_u + _n)) sys=$_s"
 }
 
 disk() { # read_ms: the time reads were outstanding (the 4th field), what a refault costs
