@@ -82,6 +82,7 @@ class Config(NamedTuple):
     env: dict = {}      # extra guest environment (e.g. WORK_CGROUP: run the phases in a cgroup)
     default: bool = True  # part of a run without --configs
     grace_factor: float = 1.0  # its grace period, in units of the run's
+    reporting: bool = True  # virtio-balloon free page reporting (the guest gives free RAM back)
 
 
 # Configurations, in table order. The first four are the seed's comparison; the per-cgroup and
@@ -105,6 +106,13 @@ CONFIGS = {
     # the default policy backs off under memory pressure; this is the same without it
     "gradual-nopressure": Config("gradual without pressure backoff", lambda g: [
         "mode: gradual"] + _idle_keys(g) + ["pressure:", "  enabled: false"], {}, False),
+    # Controls for the rebuild's cost (issue 11): the default policy with the guest's free RAM
+    # never given back to the host, and no controller with the cache dropped as the noisy
+    # phase starts (the memory state trimming leaves, without reclaimd)
+    "gradual-noreport": Config("gradual, free page reporting off", lambda g: [
+        "mode: gradual"] + _idle_keys(g), {}, False, 1.0, False),
+    "none-dropped": Config("no controller, cache dropped as the noisy phase starts", None,
+                           {"DROP_AT_NOISY": "1"}, False),
 }
 
 
@@ -136,6 +144,7 @@ def run_boot(args, kernel, config, plan, durations, out):
     boot.release = kernels.ensure(kernel).release
     boot.result = vmext.run(os.path.join(HERE, "guest", "bench.sh"), kernel=kernel, add=adds,
                             disk=image.ensure(), mem_mib=MEM_MIB, env=env, timeout=budget,
+                            reporting=CONFIGS[config].reporting, icount=args.icount,
                             log_dir=log_dir, on_line=boot.add, on_qemu_start=mon.attach,
                             echo=args.verbose)
     mon.stop()
@@ -284,6 +293,8 @@ def main(argv=None):
     p.add_argument("--warm-from", metavar="DIR", help="with --report: take the warm figures from "
                    "another run's raw/ (a warm-only rerun)")
     neveridle.add_arguments(p)
+    p.add_argument("--icount", type=int, metavar="SHIFT", help="QEMU's instruction clock (2^SHIFT ns an "
+                   "instruction, idle skipped): guest-clock round times count the guest's work")
     p.add_argument("--no-check", action="store_true", help="report only; never fail on sanity")
     p.add_argument("--verbose", action="store_true", help="echo the guest's lines")
     a = p.parse_args(argv)

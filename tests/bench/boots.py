@@ -63,6 +63,17 @@ class Boot:
         """The sample nearest to host time t."""
         return min(self.samples, key=lambda s: abs(s.t - t)) if self.samples else None
 
+    def guest_s_at(self, t):
+        """The guest's clock (seconds since its boot) at host time t, interpolated between the
+        @@MARK lines around it (their t_ms): the host's clock plus an offset, but under QEMU's
+        instruction clock (--icount) the guest's runs at its own pace."""
+        m = [(ht, int(f["t_ms"]) / 1000) for ht, _, f in self.parsed("@@MARK")
+             if f.get("t_ms", "").isdigit() and f["t_ms"] != "0"]  # rebuild_set says t_ms=0
+        for (ha, ga), (hb, gb) in zip(m, m[1:]):
+            if ha <= t <= hb:
+                return ga + (gb - ga) * (t - ha) / (hb - ha) if hb > ha else ga
+        return None
+
     def qemu_cpu_at(self, t):
         """QEMU's CPU seconds at host time t, interpolated between the samples around it (None
         outside them): the guest's work as the host paid for it, which waiting for the host's

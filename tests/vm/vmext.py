@@ -4,14 +4,18 @@
   built from a `data` spec;
 - `balloon_stats`: virtio-balloon with free page reporting *and* a QMP socket, so the host can
   read the guest's memory figures (free, total, page cache) through the balloon's statistics
-  queue at no guest-userspace cost (hostmon.py does this).
+  queue at no guest-userspace cost (hostmon.py does this); `reporting=False` keeps the
+  statistics and turns free page reporting off (a control: the guest's free RAM stays with it);
+- `icount`: QEMU's instruction counting (`-icount shift=N,sleep=off`): the guest's clock
+  advances 2^N ns per instruction it executes and skips its idle waits, so a guest-clock
+  duration counts the guest's work, whatever the host's speed.
 
 Everything else (initramfs, retries, markers, exit codes, logs) is vm.py's. If vm.run gains
 `disk=` and `extra_args=` parameters this module can shrink to a few lines.
 
     run(script, kernel="6.12", add=(), modules=(), disk=None, mem_mib=2048, smp=1,
         balloon_stats=True, env=None, timeout=300, boot_timeout=60, retries=2, log_dir=None,
-        on_line=None, on_qemu_start=None, echo=True) -> vm.Result
+        on_line=None, on_qemu_start=None, echo=True, reporting=True, icount=None) -> vm.Result
     on_qemu_start(pid, qmp_socket_path or None) is called for each QEMU started.
 """
 import os
@@ -29,7 +33,7 @@ BALLOON_ID = "balloon0"
 
 def run(script, kernel="6.12", add=(), modules=(), disk=None, mem_mib=2048, smp=1,
         balloon_stats=True, cmdline="", env=None, timeout=300, boot_timeout=60, retries=2,
-        log_dir=None, on_line=None, on_qemu_start=None, echo=True):
+        log_dir=None, on_line=None, on_qemu_start=None, echo=True, reporting=True, icount=None):
     log_dir = log_dir or tempfile.mkdtemp(prefix="reclaimd-vm-")
     os.makedirs(log_dir, exist_ok=True)
     for n in os.listdir(log_dir):
@@ -61,10 +65,13 @@ def run(script, kernel="6.12", add=(), modules=(), disk=None, mem_mib=2048, smp=
             suffix = "" if attempt == 1 else f".retry{attempt - 1}"
             cmd = vm.qemu_command(k, initrd, os.path.join(log_dir, f"console{suffix}.log"),
                                   mem_mib, smp, disk, False, cmdline)
+            if icount is not None:
+                cmd += ["-icount", f"shift={icount},sleep=off"]
             if balloon_stats:
                 if os.path.exists(qmp_path):
                     os.unlink(qmp_path)
-                cmd += ["-device", f"virtio-balloon-pci,id={BALLOON_ID},free-page-reporting=on",
+                fpr = "on" if reporting else "off"
+                cmd += ["-device", f"virtio-balloon-pci,id={BALLOON_ID},free-page-reporting={fpr}",
                         "-qmp", f"unix:{vm._q(qmp_path)},server=on,wait=off"]
             outcome, status, boot_s, total, detail = vm._boot_once(
                 cmd, log_dir, suffix, timeout, boot_timeout, on_line, started, echo)

@@ -13,6 +13,7 @@
 #   MINUTE_MS     a full-scale minute, scaled (the noisy phase's checkpoints)
 #   NOISE_MS      the noisy phase's background burst: this many ms on the CPU every second
 #   HOT_PERIOD_MS the noisy phase's hot set (/data/warm/d00-d03, 32 MiB) is re-read this often
+#   DROP_AT_NOISY if set, the page cache is dropped as the noisy phase starts (a control)
 #   REBUILD_DIRS REBUILD_GZIP REBUILD_ROUNDS   the rebuild's source directories (d00..), those
 #                 recompressed per round, and its timed rounds
 # /etc/bench/policy.yaml present = start reclaimd with it; absent = no controller.
@@ -178,6 +179,10 @@ checkpoint() {
 # figures at 2, 5 and 10 full-scale minutes and at the end.
 noisy() {
 	mkfifo /tmp/never 2>/dev/null
+	if [ -n "$DROP_AT_NOISY" ]; then # a control: the cache gone without a controller
+		sync
+		echo 1 >/proc/sys/vm/drop_caches
+	fi
 	checkpoint noisy_start
 	noise &
 	_noise=$!
