@@ -2,6 +2,8 @@
 // cgroups coming and going, reloads.
 #include <gtest/gtest.h>
 
+#include <map>
+
 #include "tests/unit/EngineHarness.h"
 
 namespace reclaimd::testing {
@@ -126,6 +128,38 @@ TEST_F(EngineRulesTest, AReloadKeepsTargetsAndTheirHistories) {
   EXPECT_EQ(engine_->targets().front().id, id);
   EXPECT_TRUE(engine_->targets().front().idle) << "no new grace period after a reload";
   EXPECT_EQ(count("target_busy"), 0u);
+}
+
+// Status and metrics name a target's rule by its match text: a reload that reorders the rules
+// changes no label (list positions would: dashboards and alerts keyed on them would break).
+TEST_F(EngineRulesTest, ATargetsRuleIsNamedByItsMatchTextWhateverItsPosition) {
+  sim_.setMachineBusy(0.6);
+  sim_.addCgroup("build.slice", 400 * kMiB);
+  sim_.addCgroup("editor.slice", 200 * kMiB);
+  start(kRules);
+  run(2s);
+  auto rules = [&] {
+    controller::Status st;
+    engine_->fill(st, clock_.now(), 0, [](TimePoint) { return std::string(); });
+    std::map<std::string, std::string> out;
+    for (const controller::TargetStatus& t : st.targets)
+      out[t.cgroup] = t.rule;
+    return out;
+  };
+  const std::map<std::string, std::string> want = {{"build.slice", "build.slice"}, {"editor.slice", "editor.slice"}};
+  EXPECT_EQ(rules(), want);
+  constexpr const char* kReordered = R"(rules:
+  - match: user.slice/**
+    mode: disabled
+  - match: editor.slice
+    idle_source: cgroup
+  - match: build.slice
+    idle_source: cgroup
+    floor: 32M
+)";
+  engine_->setPolicy(*policies::parsePolicy(kReordered, "policy.yaml"));
+  run(2s);
+  EXPECT_EQ(rules(), want);
 }
 
 TEST_F(EngineRulesTest, RulesNeverFallBackToDropCaches) {
