@@ -6,6 +6,7 @@ on after a failed check where it can, so one run shows everything that is wrong.
 import os
 import subprocess
 import sys
+import time
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -16,6 +17,18 @@ def run(cmd, check=False, **kw):
     if check and r.returncode != 0:
         raise RuntimeError(f"{' '.join(cmd)} exited {r.returncode}:\n{r.stdout}{r.stderr}")
     return r
+
+
+def wait_for(condition, timeout=10.0):
+    """Polls condition() every 0.1 s until it gives something true (returned) or timeout passes
+    (then its last answer is returned)."""
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        got = condition()
+        if got:
+            return got
+        time.sleep(0.1)
+    return condition()
 
 
 class Checks:

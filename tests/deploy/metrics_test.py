@@ -16,18 +16,8 @@ import socket
 import subprocess
 import sys
 import tempfile
-import time
 
-from common import Checks, require_root, run
-
-
-def wait_for(condition, timeout=10.0):
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        if condition():
-            return True
-        time.sleep(0.05)
-    return condition()
+from common import Checks, require_root, run, wait_for
 
 
 def request(port, text, timeout=5.0):

@@ -21,9 +21,8 @@ import subprocess
 import sys
 import tempfile
 import threading
-import time
 
-from common import Checks, require_root, run
+from common import Checks, require_root, run, wait_for
 
 POLICY = "mode: gradual\nidle:\n  grace: 3s\n  interval: 1s\n  sample_period: 100ms\n"
 
@@ -93,14 +92,6 @@ class Machine:
         self._thread.join()
 
 
-def wait_for(condition, timeout):
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        got = condition()
-        if got:
-            return got
-        time.sleep(0.1)
-    return condition()
 
 
 def status(binary, sock, *extra):
