@@ -294,7 +294,8 @@ def main(argv=None):
                    "another run's raw/ (a warm-only rerun)")
     neveridle.add_arguments(p)
     p.add_argument("--icount", type=int, metavar="SHIFT", help="QEMU's instruction clock (2^SHIFT ns an "
-                   "instruction, idle skipped): guest-clock round times count the guest's work")
+                   "instruction, idle waits skipped): the guest's CPU figures count instructions, "
+                   "whatever the host's speed (the rebuild's cost)")
     p.add_argument("--no-check", action="store_true", help="report only; never fail on sanity")
     p.add_argument("--verbose", action="store_true", help="echo the guest's lines")
     a = p.parse_args(argv)
