@@ -81,7 +81,8 @@ TEST_F(DaemonTest, SighupWithTwentyThousandAliasesOfOneRuleIsRejectedNotAnAbort)
   auto d = start();
   ASSERT_TRUE(waitLog("event=start"));
   std::string text = std::string(kFastPolicy) + "rules:\n  - &r {match: a}\n";
-  for (int i = 0; i < 20000; ++i) text += "  - *r\n";
+  for (int i = 0; i < 20000; ++i)
+    text += "  - *r\n";
   fx_.write("policy.yaml", text);
   expectReloadRejected(*d, "20001 rules so far, more than the 1000 allowed");
   d->signal(SIGTERM);
@@ -110,10 +111,12 @@ TEST_F(DaemonTest, SignalsItDoesNotUseAreLoggedAndIgnored) {
 TEST_F(DaemonTest, ATwelveHundredTargetTreeUnderASoftLimitOf1024IsWalkedAndReadWhole) {
   FakeMachine machine(fx_);
   constexpr int kPods = 1200;
-  for (int i = 0; i < kPods; ++i) machine.addStillCgroup("pods/p" + std::to_string(i), 64);
+  for (int i = 0; i < kPods; ++i)
+    machine.addStillCgroup("pods/p" + std::to_string(i), 64);
   rlimit saved{};
   ASSERT_EQ(::getrlimit(RLIMIT_NOFILE, &saved), 0);
-  ASSERT_GT(saved.rlim_max, 4 * static_cast<rlim_t>(kPods)) << "the hard limit must leave room for the test to mean anything";
+  ASSERT_GT(saved.rlim_max, 4 * static_cast<rlim_t>(kPods))
+      << "the hard limit must leave room for the test to mean anything";
   rlimit low = saved;
   low.rlim_cur = 1024;  // what systemd and most shells give a service: the child inherits it
   ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &low), 0);
@@ -213,13 +216,12 @@ TEST(Cli, CheckConfigRefusesYamlThatMakesTheReaderLoop) {
   // Before the fix check-config never returned (runCommand kills it after 30 s: code -1).
   auto [code, out] = runCommand({RECLAIMD_BINARY, "check-config", fx.path("loop.yaml")});
   EXPECT_EQ(code, 78) << out;
-  // "did not finish within 2 s of CPU", or within the wall-clock bound on a loaded machine.
-  EXPECT_NE(out.find(fx.path("loop.yaml") + ": the YAML reader did not finish within"), std::string::npos) << out;
+  EXPECT_TRUE(refusedAsRunaway(out, fx.path("loop.yaml"))) << out;
   fx.write("main.yaml", "mode: gradual\n");
   fx.write("main.d/20-loop.yaml", kRunawayYaml);
   auto [dropInCode, dropInOut] = runCommand({RECLAIMD_BINARY, "check-config", fx.path("main.yaml")});
   EXPECT_EQ(dropInCode, 78) << dropInOut;
-  EXPECT_NE(dropInOut.find(fx.path("main.d/20-loop.yaml") + ": the YAML reader"), std::string::npos) << dropInOut;
+  EXPECT_TRUE(refusedAsRunaway(dropInOut, fx.path("main.d/20-loop.yaml"))) << dropInOut;
 }
 
 TEST(Cli, CheckConfigWithAnIgnoredSigchldStillLearnsHowTheCheckEnded) {

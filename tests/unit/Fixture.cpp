@@ -5,6 +5,7 @@
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
+#include <string_view>
 
 namespace reclaimd::testing {
 
@@ -82,6 +83,14 @@ std::string meminfo(unsigned long long totalMiB, unsigned long long freeMiB, uns
     << "HugePages_Total:       0\n"
     << "Hugepagesize:       2048 kB\n";
   return s.str();
+}
+
+bool refusedAsRunaway(const std::string& message, const std::string& file) {
+  const std::string reader = file + ": the YAML reader ";
+  const auto at = message.find(reader);
+  if (at == std::string::npos || message.find("the file is refused") == std::string::npos) return false;
+  const std::string_view why = std::string_view(message).substr(at + reader.size());
+  return why.starts_with("did not finish within") || why.starts_with("needed more than");
 }
 
 }  // namespace reclaimd::testing

@@ -37,4 +37,10 @@ std::string meminfo(unsigned long long totalMiB, unsigned long long freeMiB, uns
                     unsigned long long inactiveFileMiB, unsigned long long sReclaimableMiB,
                     unsigned long long swapTotalMiB = 0);
 
+// Whether `message` refuses `file` as YAML that makes the reader run away: by either of the
+// bounded child's limits, CPU (or the wall clock) and memory. Which one a runaway meets first
+// depends on the machine (a fast allocator fills 1 GiB within 2 s of CPU), so a test of the
+// guard accepts both.
+bool refusedAsRunaway(const std::string& message, const std::string& file);
+
 }  // namespace reclaimd::testing
