@@ -84,22 +84,37 @@ void probeCgroup(const Paths& paths, Capabilities& caps) {
   }
 }
 
-// Registers the default trigger on the machine's pressure file and asks epoll to wait on it:
-// both must work for events (a regular file accepts the write but epoll refuses it: EPERM).
-void probeTriggers(const Paths& paths, Capabilities& caps) {
-  auto trigger = psi::Trigger::open(AT_FDCWD, paths.proc(kProcPressureMemory), psi::TriggerSpec{});
-  if (!trigger) {
-    caps.psiTriggerProblem = trigger.error().message();
-    return;
-  }
+// Registers `spec` and asks epoll to wait on it: both must work for events (a regular file
+// accepts the write but epoll refuses it: EPERM). Closing the fd removes the trigger.
+Result<void> tryTrigger(int dirFd, const std::string& name, const psi::TriggerSpec& spec) {
+  auto trigger = psi::Trigger::open(dirFd, name, spec);
+  if (!trigger) return trigger.error();
   UniqueFd epoll(::epoll_create1(EPOLL_CLOEXEC));
   epoll_event ev{};
   ev.events = EPOLLPRI;
-  if (!epoll || ::epoll_ctl(epoll.get(), EPOLL_CTL_ADD, trigger->fd(), &ev) != 0) {
-    caps.psiTriggerProblem = std::string("epoll cannot wait on it: ") + std::strerror(errno);
+  if (!epoll || ::epoll_ctl(epoll.get(), EPOLL_CTL_ADD, trigger->fd(), &ev) != 0)
+    return errnoError(errno, "epoll cannot wait on " + name);
+  return {};
+}
+
+// The trigger the daemon registers on the machine's pressure (shell/PressureIo.cpp): the proc
+// root's pressure file, else the root cgroup's memory.pressure.
+void probeTriggers(const Paths& paths, const psi::TriggerSpec& spec, Capabilities& caps) {
+  const std::string proc = paths.proc(kProcPressureMemory);
+  caps.psiTrigger = psi::triggerText(spec) + " on " + proc;
+  auto onProc = tryTrigger(AT_FDCWD, proc, spec);
+  if (onProc) {
+    caps.psiTriggers = true;
     return;
   }
+  caps.psiTriggerProblem = onProc.error().message();
+  if (caps.cgroupRoot.empty()) return;
+  auto dir = openAt(AT_FDCWD, caps.cgroupRoot, O_RDONLY | O_DIRECTORY);
+  if (!dir || !tryTrigger(dir->get(), cgroup::kMemoryPressure, spec)) return;
   caps.psiTriggers = true;
+  caps.psiTrigger = psi::triggerText(spec) + " on the root cgroup's " + cgroup::kMemoryPressure + " (none on " + proc +
+                    ": " + caps.psiTriggerProblem + ")";
+  caps.psiTriggerProblem.clear();
 }
 
 bool openableForWrite(const std::string& path, std::string* problem) {
@@ -121,7 +136,11 @@ Result<void> checkCgroupRoot(const std::string& path) {
   return {};
 }
 
-Capabilities probe(const Paths& paths) {
+psi::TriggerSpec machineTrigger(const policies::PressureSettings& pressure) {
+  return psi::TriggerSpec{pressure.stall, pressure.window};
+}
+
+Capabilities probe(const Paths& paths, const psi::TriggerSpec& trigger) {
   Capabilities caps;
   probeCgroup(paths, caps);
 
@@ -135,7 +154,7 @@ Capabilities probe(const Paths& paths) {
     caps.psiProblem = parsed.error().message();
   } else {
     caps.psiAvailable = true;
-    probeTriggers(paths, caps);
+    probeTriggers(paths, trigger, caps);
   }
   caps.compactMemory = openableForWrite(paths.proc(kCompactMemory), nullptr);
   caps.dropCaches = openableForWrite(paths.proc(kDropCaches), &caps.dropCachesProblem);
@@ -174,7 +193,7 @@ std::string describe(const Capabilities& caps) {
   line("psi", yesNo(caps.psiAvailable), caps.psiProblem);
   if (caps.psiAvailable) {
     line("psi_triggers", caps.psiTriggers ? "yes" : "no, pressure is read every sample instead",
-         caps.psiTriggerProblem);
+         caps.psiTriggers ? caps.psiTrigger : caps.psiTrigger + ": " + caps.psiTriggerProblem);
   }
   line("compact_memory", yesNo(caps.compactMemory));
   line("drop_caches", caps.dropCaches ? "writable" : "unavailable", caps.dropCachesProblem);

@@ -6,6 +6,8 @@
 
 #include "base/Result.h"
 #include "controller/Paths.h"
+#include "policies/Policy.h"
+#include "psi/Trigger.h"
 
 namespace reclaimd::controller {
 
@@ -21,7 +23,8 @@ struct Capabilities {
   bool swapActive = false;                         // SwapTotal > 0
   bool psiAvailable = false;                       // <proc>/pressure/memory readable (needs psi=1 on Debian)
   std::string psiProblem;
-  bool psiTriggers = false;       // a trigger registers and can be waited on with epoll
+  bool psiTriggers = false;       // the policy's trigger registers and can be waited on with epoll
+  std::string psiTrigger;         // what was tried, and where: "some 300000 2000000 on /proc/pressure/memory"
   std::string psiTriggerProblem;  // else: why (pressure is then read every sample instead)
   bool compactMemory = false;     // <proc>/sys/vm/compact_memory writable (CONFIG_COMPACTION)
   bool dropCaches = false;        // <proc>/sys/vm/drop_caches writable
@@ -36,9 +39,15 @@ struct Capabilities {
 // it passes). A mistake here is an error at start, never a silent fallback to drop_caches.
 Result<void> checkCgroupRoot(const std::string& path);
 
-// Probes. The only writes are zero-byte memory.reclaim requests, which reclaim nothing;
-// drop_caches and compact_memory are opened for writing and closed unwritten.
-Capabilities probe(const Paths& paths);
+// The machine's PSI trigger as the daemon registers it for `pressure`.
+psi::TriggerSpec machineTrigger(const policies::PressureSettings& pressure);
+
+// Probes. The only writes are zero-byte memory.reclaim requests, which reclaim nothing, and the
+// PSI trigger the daemon would register (`trigger`: the policy's pressure.stall and window),
+// removed again at once; drop_caches and compact_memory are opened for writing and closed
+// unwritten. Like the daemon, the trigger goes on the root cgroup's memory.pressure where the
+// machine's pressure file takes none (a read-only /proc in a container).
+Capabilities probe(const Paths& paths, const psi::TriggerSpec& trigger = machineTrigger({}));
 
 // The probe as "key: value" lines for `reclaimd probe`.
 std::string describe(const Capabilities& caps);

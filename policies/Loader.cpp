@@ -227,6 +227,24 @@ void readAllRules(Reader& r, const std::vector<YAML::Node>& roots, Policy& polic
   }
 }
 
+// The first line (1-based) whose indentation holds a tab, 0 if none. yaml-cpp's message for a
+// tab-indented mapping is only "illegal map value", at a column that does not point at the tab.
+int firstTabIndentedLine(const std::string& text) {
+  int line = 1;
+  bool indent = true;
+  for (char c : text) {
+    if (c == '\n') {
+      ++line;
+      indent = true;
+    } else if (indent && c == '\t') {
+      return line;
+    } else if (c != ' ') {
+      indent = false;
+    }
+  }
+  return 0;
+}
+
 // One file's text as a YAML node; errors go to `r`. A file is one document.
 YAML::Node loadDocument(Reader& r, std::size_t file, const std::string& text) {
   r.setFile(file);
@@ -242,7 +260,11 @@ YAML::Node loadDocument(Reader& r, std::size_t file, const std::string& text) {
     r.failFile(file, e.mark.line + 1, e.mark.column + 1,
                "nested too deeply for the YAML reader (a policy needs 4 levels)");
   } catch (const YAML::Exception& e) {
-    r.failFile(file, e.mark.line + 1, e.mark.column + 1, "not valid YAML: " + e.msg);
+    const int tab = firstTabIndentedLine(text);
+    r.failFile(
+        file, e.mark.line + 1, e.mark.column + 1,
+        "not valid YAML: " + e.msg +
+            (tab ? " (line " + std::to_string(tab) + " is indented with a tab: YAML indents with spaces only)" : ""));
   }
   return YAML::Node();
 }

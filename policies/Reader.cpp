@@ -2,8 +2,10 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <charconv>
 #include <set>
+#include <tuple>
 
 #include "base/Units.h"
 
@@ -25,7 +27,8 @@ void Reader::failAt(const Where& at, const std::string& key, const std::string& 
 }
 
 void Reader::failFile(std::size_t file, int line, int column, const std::string& problem) {
-  errors_.push_back(sources_[file] + ":" + std::to_string(line) + ":" + std::to_string(column) + ": " + problem);
+  errors_.push_back({file, line, column,
+                     sources_[file] + ":" + std::to_string(line) + ":" + std::to_string(column) + ": " + problem});
 }
 
 bool Reader::checkMap(const YAML::Node& node, const std::string& path, const std::vector<std::string_view>& allowed) {
@@ -156,9 +159,13 @@ void Reader::mode(const YAML::Node& map, const std::string& path, const char* ke
 }
 
 Error Reader::error() const {
+  std::vector<Problem> sorted = errors_;
+  std::stable_sort(sorted.begin(), sorted.end(), [](const Problem& a, const Problem& b) {
+    return std::tie(a.file, a.line, a.column) < std::tie(b.file, b.line, b.column);
+  });
   std::string all;
-  for (const auto& e : errors_)
-    all += (all.empty() ? "" : "\n") + e;
+  for (const auto& e : sorted)
+    all += (all.empty() ? "" : "\n") + e.text;
   return invalidError(all);
 }
 

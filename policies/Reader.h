@@ -96,7 +96,15 @@ class Reader {
  private:
   std::vector<std::string> sources_;
   std::size_t file_ = 0;
-  std::vector<std::string> errors_;
+  // One per problem, with where it is: error() lists them in file, line and column order, not in
+  // the order the checks ran (the key table's), so they read top to bottom beside the file.
+  struct Problem {
+    std::size_t file;
+    int line;
+    int column;
+    std::string text;
+  };
+  std::vector<Problem> errors_;
   std::map<std::string, Where> written_;
 };
 

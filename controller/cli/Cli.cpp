@@ -40,25 +40,31 @@ bool isOptionValue(const std::vector<std::string>& args, std::size_t i) {
 
 void addPaths(CLI::App* cmd, RunOptions& o) {
   cmd->add_option("--proc-root", o.procRoot, "where procfs is mounted (tests point this at a fixture)")
+      ->type_name("DIR")
       ->capture_default_str();
   cmd->add_option("--cgroup-root", o.cgroupRoot,
-                  "the cgroup2 root (default: found in /proc/self/mountinfo; given: must be a cgroup2 root)");
-  cmd->add_option("-c,--config", o.config, "YAML policy file (default: the built-in policy)");
+                  "the cgroup2 root (default: found in /proc/self/mountinfo; given: must be a cgroup2 root)")
+      ->type_name("DIR");
+  cmd->add_option("-c,--config", o.config, "YAML policy file (default: the built-in policy)")->type_name("FILE");
 }
 
 void addRunOptions(CLI::App* run, RunOptions& o) {
   addPaths(run, o);
   run->add_option("--log-level", o.logLevel, "trace, debug, info, warn, error or off")
+      ->type_name("LEVEL")
       ->capture_default_str()
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "warning", "error", "off"}));
   run->add_flag("--dry-run", o.dryRun, "decide and log, write nothing (the probe's zero-byte requests aside)");
   run->add_option("--status-socket", o.endpoints.statusSocket,
                   "unix socket that `reclaimd status` reads (root only; \"\" for none)")
+      ->type_name("PATH")
       ->capture_default_str();
   run->add_option("--metrics-file", o.endpoints.metricsFile,
-                  "Prometheus textfile for node_exporter, rewritten atomically every 10s (default: none)");
+                  "Prometheus textfile for node_exporter, rewritten atomically every 10s (default: none)")
+      ->type_name("PATH");
   run->add_option("--metrics-listen", o.endpoints.metricsListen,
-                  "serve Prometheus metrics over HTTP at /metrics on a loopback HOST:PORT (default: off)");
+                  "serve Prometheus metrics over HTTP at /metrics on a loopback HOST:PORT (default: off)")
+      ->type_name("HOST:PORT");
 }
 
 }  // namespace
@@ -100,15 +106,18 @@ int runCli(int argc, char** argv) {
   auto* statusCmd = app.add_subcommand("status", "ask the running daemon what it is doing");
   std::string statusSocket = kDefaultStatusSocket;
   bool json = false;
-  statusCmd->add_option("--socket", statusSocket, "the daemon's status socket")->capture_default_str();
+  statusCmd->add_option("--socket", statusSocket, "the daemon's status socket")
+      ->type_name("PATH")
+      ->capture_default_str();
   statusCmd->add_flag("--json", json, "print the status as JSON");
   std::string checkFile;
   std::vector<std::string> explainPaths;
   auto* check = app.add_subcommand("check-config", "validate a policy file without running");
-  check->add_option("file", checkFile, "the policy file")->required();
+  check->add_option("FILE", checkFile, "the policy file")->type_name("")->required();
   check
       ->add_option("--explain", explainPaths,
                    "cgroup paths (relative to the cgroup root): which rule governs each, and why")
+      ->type_name("CGROUP")
       ->expected(1, -1);
 
   std::vector<std::string> args = normalizeArgs(std::vector<std::string>(argv, argv + argc));

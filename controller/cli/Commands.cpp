@@ -25,14 +25,18 @@ Paths pathsOf(const RunOptions& o) {
 }
 
 // A policy file as the daemon loads it: read, its YAML first read by a fresh process under a
-// bound (policies/Guard.h), then parsed. On error `code` says whose fault it was: kExitConfig for
-// the file (unreadable, invalid, or one the YAML reader does not finish), kExitFailure when the
+// bound (policies/Guard.h), then parsed. On error `code` says whose fault it was: kExitNoInput
+// when a file cannot be opened or read (missing, no permission), kExitConfig for its content
+// (invalid, not a regular file, or one the YAML reader does not finish), kExitFailure when the
 // check itself could not run (posix_spawn's EAGAIN or ENOMEM: a retry may succeed, so systemd's
-// restart is not prevented as it is for 78).
+// restart is not prevented as it is for 66 and 78).
 Result<policies::Policy> loadChecked(const std::string& path, int& code) {
   code = kExitConfig;
   auto files = policies::readPolicyFiles(path);
-  if (!files) return files.error();
+  if (!files) {
+    if (files.error().errnoValue() != 0) code = kExitNoInput;
+    return files.error();
+  }
   if (auto finished = policies::checkParseFinishes(*files, policies::ParseGuard{}); !finished) {
     if (finished.error().errnoValue() != 0) code = kExitFailure;
     return finished.error();
@@ -124,7 +128,7 @@ int commandProbe(const RunOptions& o) {
       return kExitNoInput;
     }
   }
-  const Capabilities caps = probe(pathsOf(o));
+  const Capabilities caps = probe(pathsOf(o), machineTrigger(policy->pressure));
   const EffectiveMode mode = chooseMode(policy->mode, caps);
   std::cout << describe(caps);
   std::cout << "requested_mode: " << toString(policy->mode) << "\n";
@@ -171,14 +175,22 @@ int commandCheckConfig(const std::string& file, const std::vector<std::string>& 
     return kExitOk;
   }
   const auto& p = *policy;
-  std::cout << file << ": valid\n"
-            << policies::describeSettings(p) << "rules: " << p.rules.size()
+  std::cout << file << ": valid\n";
+  if (p.files.size() > 1) {
+    std::cout << "drop-ins merged, in this order:\n";
+    for (std::size_t i = 1; i < p.files.size(); ++i)
+      std::cout << "  " << p.files[i] << "\n";
+  } else {
+    std::cout << "drop-ins: none in " << policies::dropInDirectory(file) << "\n";
+  }
+  std::cout << policies::describeSettings(p) << "rules: " << p.rules.size()
             << (p.rules.empty() ? " (the whole tree under the settings above)" : "") << "\n";
   for (std::size_t i = 0; i < p.rules.size(); ++i) {
     const auto& r = p.rules[i];
-    std::cout << "  " << i + 1 << ". line " << r.line << " match \"" << r.pattern.text() << "\": " << toString(r.mode)
-              << ", floor " << formatBytes(r.floor) << ", idle source " << toString(r.idleSource) << ", grace "
-              << formatDuration(r.idle.grace) << "\n";
+    const std::string of = r.file == 0 || r.file >= p.files.size() ? "" : " of " + p.files[r.file];
+    std::cout << "  " << i + 1 << ". line " << r.line << of << " match \"" << r.pattern.text()
+              << "\": " << toString(r.mode) << ", floor " << formatBytes(r.floor) << ", idle source "
+              << toString(r.idleSource) << ", grace " << formatDuration(r.idle.grace) << "\n";
   }
   return kExitOk;
 }
