@@ -2,19 +2,18 @@
 # Sets reclaimd up in a WSL2 distribution (run as root inside it), after its Debian package is
 # installed or with --deb FILE. With systemd as PID 1 ([boot] systemd=true in /etc/wsl.conf) it
 # enables the unit; without systemd it adds a [boot] command to /etc/wsl.conf that starts
-# reclaimd in the background, logging to /var/log/reclaimd.log, and starts it now.
-# Host side (.wslconfig) and how to check it works: deploy/wsl/README.md.
+# reclaimd in the background (/usr/libexec/reclaimd/wsl-start: its log is
+# /var/log/reclaimd.log, kept bounded), and starts it now.
+# Host side (.wslconfig), Docker Desktop, and how to check it works: deploy/wsl/README.md.
 #
 # Usage: install.sh [--deb FILE] [--systemd | --boot-command] [--root DIR]
 #   --systemd / --boot-command  choose the method instead of detecting systemd
 #   --root DIR                  only edit DIR/etc/wsl.conf (used by tests/deploy)
 set -euo pipefail
 
-# RECLAIMD_OPTIONS comes from /etc/default/reclaimd, as for the systemd unit's EnvironmentFile=
-# (a root-owned file; WSL runs the line as root with /bin/sh, which expands it there, not here).
-# shellcheck disable=SC2016
-BOOT_CMD='mkdir -p -m 0700 /run/reclaimd && RECLAIMD_OPTIONS= && { [ ! -r /etc/default/reclaimd ] || . /etc/default/reclaimd; } && setsid -f /usr/sbin/reclaimd run --config /etc/reclaimd/policy.yaml $RECLAIMD_OPTIONS >>/var/log/reclaimd.log 2>&1'
-MARK='/usr/sbin/reclaimd run'
+# What WSL runs at every start of the distribution (as root, with /bin/sh).
+BOOT_CMD='/usr/libexec/reclaimd/wsl-start'
+MARK=$BOOT_CMD
 
 deb='' method='' root=''
 while [ $# -gt 0 ]; do
@@ -60,6 +59,20 @@ edit_wsl_conf() {
 	mv "$conf.new" "$conf"
 }
 
+# Docker Desktop's distributions (docker-desktop, and docker-desktop-data before Docker Desktop
+# 4.30) are its own appliance: no package manager, replaced on every update. reclaimd belongs in
+# the user's distribution, which shares their kernel and so their page cache.
+refuse_docker_desktop() {
+	local release=$1/etc/os-release name=${WSL_DISTRO_NAME:-}
+	if [[ $name == docker-desktop* ]] || { [ -r "$release" ] && grep -q '^PRETTY_NAME="Docker Desktop"' "$release"; }; then
+		echo "this is Docker Desktop's own distribution (${name:-docker-desktop}): install reclaimd in your" \
+			"distribution instead (Ubuntu, Debian...); all WSL distributions share one kernel, so it" \
+			"reclaims Docker Desktop's cache too (deploy/wsl/README.md, \"Docker Desktop\")" >&2
+		exit 64
+	fi
+}
+refuse_docker_desktop "$root"
+
 if [ -n "$root" ]; then
 	[ -n "$method" ] || { echo "--root needs --systemd or --boot-command" >&2; exit 64; }
 	edit_wsl_conf "$root/etc/wsl.conf" "$([ "$method" = boot ] && echo add || echo remove)"
@@ -93,6 +106,10 @@ else
 		sh -c "$BOOT_CMD"
 	fi
 	echo "== started reclaimd; /etc/wsl.conf starts it at every boot; log: /var/log/reclaimd.log"
+fi
+if [ -d /mnt/wsl/docker-desktop ]; then
+	echo "== Docker Desktop shares this VM: reclaimd reclaims its cache too; keep this distribution" \
+		"running while Docker Desktop runs (deploy/wsl/README.md, \"Docker Desktop\")"
 fi
 cat <<'HOST'
 == on the Windows host, in %UserProfile%\.wslconfig, then `wsl --shutdown`:

@@ -3,8 +3,8 @@
 shellcheck, with no finding at any severity (style included); the zsh completion, which
 shellcheck cannot read, through `zsh -n`.
 
-A shell script: a .sh or .bash file, or a file whose #! line names sh, bash or dash (the
-Debian maintainer scripts, .ci/run). Build trees and dot-directories other than .ci are skipped.
+A shell script: a .sh or .bash file, or a file whose #! line names sh, bash or dash
+(deploy/wsl/wsl-start, .ci/run). Build trees and dot-directories other than .ci are skipped.
 
 Usage: shell_test.py
 """
@@ -18,9 +18,8 @@ from common import REPO, Checks, run
 SKIP_DIRS = {os.path.join("tests", "vm")}
 SHEBANG = re.compile(rb"^#!\s*\S*/(?:env\s+)?(?:ba|da)?sh\b")
 # Scripts that must be found: a finder that finds nothing would pass anything.
-EXPECTED = ["deploy/build-and-run.sh", "deploy/completion/reclaimd.bash", "deploy/debian/postinst",
-            "deploy/debian/postrm", "deploy/debian/prerm", "deploy/wsl/install.sh", "tests/run-all.sh",
-            ".ci/run"]
+EXPECTED = ["deploy/build-and-run.sh", "deploy/completion/reclaimd.bash", "deploy/wsl/install.sh",
+            "deploy/wsl/wsl-start", "tests/run-all.sh", ".ci/run"]
 ZSH = ["deploy/completion/_reclaimd"]
 
 

@@ -14,9 +14,11 @@ import sys
 import tempfile
 import time
 
-from common import REPO, Checks, run
+from common import REPO, Checks, run, wait_for
 
 SCRIPT = os.path.join(REPO, "deploy", "wsl", "install.sh")
+START = os.path.join(REPO, "deploy", "wsl", "wsl-start")
+LOG_KIB = 8  # a bound the test fills in seconds
 
 
 def boot_command():
@@ -66,50 +68,122 @@ def check_edits(c, root):
         c.equal(got, want, f"--systemd: {name}")
 
 
+def start_script(tmp, binary, log, rundir, default):
+    """deploy/wsl/wsl-start with the built binary and scratch paths for the policy, the log, the
+    socket directory and /etc/default/reclaimd."""
+    text = open(START).read()
+    for var, value in (("BIN", binary), ("POLICY", os.path.join(REPO, "deploy", "policy.yaml")), ("LOG", log),
+                       ("RUNDIR", rundir), ("DEFAULTS", default)):
+        text, n = re.subn(rf"^{var}=.*$", f"{var}={value}", text, flags=re.M)
+        assert n == 1, var
+    path = os.path.join(tmp, "wsl-start")
+    with open(path, "w") as f:
+        f.write(text)
+    os.chmod(path, 0o755)
+    return path
+
+
+def ours(binary, rundir):
+    """The reclaimd processes this test started: its binary, with our status socket."""
+    pids = []
+    for p in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            if os.readlink(f"/proc/{p}/exe") == binary and rundir in open(f"/proc/{p}/cmdline").read():
+                pids.append(int(p))
+        except OSError:
+            pass
+    return pids
+
+
+def session(sid):
+    """The processes still in session sid."""
+    out = []
+    for p in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            if os.getsid(int(p)) == sid:
+                out.append(int(p))
+        except OSError:
+            pass
+    return out
+
+
 def check_boot_command(c, binary, tmp):
-    """The boot line as WSL runs it (/bin/sh -c, as root), with the built binary in dry-run mode
-    and scratch paths for the policy, the log and the socket directory."""
+    """The boot command as WSL runs it (/bin/sh -c, as root): wsl-start, with the built binary in
+    dry-run mode, RECLAIMD_OPTIONS and a tiny log bound from a scratch /etc/default/reclaimd."""
     log = os.path.join(tmp, "reclaimd.log")
     rundir = os.path.join(tmp, "run-reclaimd")
-    # RECLAIMD_OPTIONS from /etc/default/reclaimd, as the unit's EnvironmentFile= gives them
     default = os.path.join(tmp, "default-reclaimd")
     with open(default, "w") as f:
-        f.write('RECLAIMD_OPTIONS="--log-level debug"\n')
-    cmd = (boot_command().replace("/usr/sbin/reclaimd run", f"{binary} run --dry-run")
-           .replace("/etc/reclaimd/policy.yaml", os.path.join(REPO, "deploy", "policy.yaml"))
-           .replace("/etc/default/reclaimd", default)
-           .replace("/var/log/reclaimd.log", log).replace("/run/reclaimd", rundir))
+        f.write(f'RECLAIMD_OPTIONS="--dry-run --log-level debug --status-socket {rundir}/status.sock"\n'
+                f"RECLAIMD_LOG_KIB={LOG_KIB}\n")
+    script = start_script(tmp, binary, log, rundir, default)
     t0 = time.monotonic()
-    r = run(["/bin/sh", "-c", cmd], timeout=10)
+    r = run(["/bin/sh", "-c", script], timeout=10)
     took = time.monotonic() - t0
     c.ok(r.returncode == 0 and took < 2, f"the boot command returns at once ({took:.2f} s)", r.stderr)
     c.ok(os.path.isdir(rundir) and (os.stat(rundir).st_mode & 0o777) == 0o700, "it makes the socket directory, 0700")
-    pids = []
-    for _ in range(50):
-        pids = [int(p) for p in os.listdir("/proc") if p.isdigit() and log_owner(p, binary, log)]
-        if pids and os.path.exists(log) and "event=start" in open(log).read():
-            break
-        time.sleep(0.1)
+    started = wait_for(lambda: os.path.exists(log) and "event=start" in open(log).read() and ours(binary, rundir), 10)
+    pids = ours(binary, rundir)
     c.equal(len(pids), 1, "one reclaimd runs in the background")
-    c.ok(os.path.exists(log) and "event=start" in open(log).read(), "it logs to the file")
+    c.ok(started, "it logs to the file")
     c.ok(os.path.exists(log) and " debug event=" in open(log).read(),
          "with the options /etc/default/reclaimd sets (--log-level debug)")
-    for pid in pids:
-        c.ok(os.getsid(pid) == pid, "in a session of its own (setsid), detached from the boot command")
-        os.kill(pid, signal.SIGTERM)
-        for _ in range(50):
-            if not os.path.exists(f"/proc/{pid}"):
-                break
-            time.sleep(0.1)
-        c.ok(not os.path.exists(f"/proc/{pid}"), "and stops on SIGTERM")
+    if len(pids) != 1:
+        return
+    pid = pids[0]
+    c.ok(os.getsid(pid) != os.getsid(0), "in a session of its own (setsid), detached from the boot command")
+    check_log_bound(c, pid, log)
+    sid = os.getsid(pid)
+    os.kill(pid, signal.SIGTERM)
+    c.ok(wait_for(lambda: not session(sid), 5), "SIGTERM stops it, and its log writer with it", str(session(sid)))
 
 
-def log_owner(pid, binary, log):
-    """Whether process pid is the reclaimd this test started (its binary, writing to our log)."""
-    try:
-        return os.readlink(f"/proc/{pid}/exe") == binary and os.readlink(f"/proc/{pid}/fd/2") == log
-    except OSError:
-        return False
+def check_log_bound(c, pid, log):
+    """Reloads make log lines: the log moves to .1 at the bound and goes on in a new file."""
+    limit = LOG_KIB * 1024
+    for _ in range(400):
+        os.kill(pid, signal.SIGHUP)
+        time.sleep(0.01)
+        if os.path.exists(log + ".1"):
+            break
+    rotated = wait_for(lambda: os.path.exists(log + ".1"), 5)
+    c.ok(rotated, f"the log moves to reclaimd.log.1 at RECLAIMD_LOG_KIB ({LOG_KIB} KiB)")
+    if not rotated:
+        return
+    size = os.path.getsize(log + ".1")
+    c.ok(limit <= size < limit + 4096, f"reclaimd.log.1 holds the bound and at most one more line ({size} bytes)")
+    before = os.path.getsize(log) if os.path.exists(log) else 0
+    os.kill(pid, signal.SIGHUP)
+    c.ok(wait_for(lambda: os.path.exists(log) and os.path.getsize(log) > before, 5),
+         "and reclaimd.log goes on with the lines after it")
+    for _ in range(600):  # enough lines to fill both files again: still two files, still bounded
+        os.kill(pid, signal.SIGHUP)
+        time.sleep(0.005)
+    time.sleep(1)
+    total = sum(os.path.getsize(p) for p in (log, log + ".1") if os.path.exists(p))
+    c.ok(total < 2 * limit + 4096 and not os.path.exists(log + ".2"),
+         f"the two files together stay under twice the bound ({total} bytes after more reloads)")
+
+
+def check_docker_desktop(c, root):
+    """install.sh refuses Docker Desktop's own distributions and says where reclaimd goes."""
+    os.makedirs(os.path.join(root, "etc"), exist_ok=True)
+    release = os.path.join(root, "etc", "os-release")
+    with open(release, "w") as f:
+        f.write('PRETTY_NAME="Docker Desktop"\n')
+    r = run(["bash", SCRIPT, "--root", root, "--boot-command"])
+    c.ok(r.returncode == 64 and "install reclaimd in your" in r.stderr,
+         "install.sh refuses Docker Desktop's distribution (its os-release)", r.stdout + r.stderr)
+    with open(release, "w") as f:
+        f.write('PRETTY_NAME="Debian GNU/Linux 12 (bookworm)"\n')
+    r = run(["bash", SCRIPT, "--root", root, "--boot-command"],
+            env=dict(os.environ, WSL_DISTRO_NAME="docker-desktop-data"))
+    c.ok(r.returncode == 64, "and docker-desktop-data (WSL_DISTRO_NAME)", r.stdout + r.stderr)
+    r = run(["bash", SCRIPT, "--root", root, "--boot-command"], env=dict(os.environ, WSL_DISTRO_NAME="Debian"))
+    c.ok(r.returncode == 0, "a user's distribution is set up", r.stdout + r.stderr)
+    readme = open(os.path.join(REPO, "deploy", "wsl", "README.md")).read()
+    for needed in ("docker-desktop", "instanceIdleTimeout", "one kernel"):
+        c.ok(needed in readme, f"deploy/wsl/README.md covers Docker Desktop: {needed}")
 
 
 def main():
@@ -122,6 +196,7 @@ def main():
     tmp = tempfile.mkdtemp(prefix="reclaimd-wsl-")
     try:
         check_edits(c, os.path.join(tmp, "root"))
+        check_docker_desktop(c, os.path.join(tmp, "dd-root"))
         check_boot_command(c, os.path.realpath(a.binary), tmp)
     finally:
         shutil.rmtree(tmp)
