@@ -13,7 +13,8 @@ runs deploy/systemd/reclaimd.service there.
    --dry-run given through RECLAIMD_OPTIONS in /etc/default/reclaimd, so nothing is reclaimed,
    and a 3 s watchdog): it must run with the options from that file, get READY=1, stay active
    past the watchdog (WATCHDOG=1 pings), reload on `systemctl reload` and stop cleanly, and
-   register the default policy's PSI trigger without CAP_SYS_RESOURCE, saying nothing at warning.
+   register the default policy's PSI trigger without CAP_SYS_RESOURCE, saying nothing at warning;
+   `reclaimd probe` under the same sandbox says that trigger registers.
 3. Its condition: with /proc/sys/vm/drop_caches read-only, as in any container that does not
    open /proc/sys, `systemctl start` skips the unit ("condition failed"): not active, not failed.
 
@@ -155,6 +156,8 @@ def main():
         units = root + "/run/systemd/system"
         with open(units + "/reclaimd-sandbox-check.service", "w") as f:
             f.write(service_lines(["Type=oneshot", "ExecStart=/run/reclaimd-test/check.sh"]))
+        with open(units + "/reclaimd-sandbox-probe.service", "w") as f:
+            f.write(service_lines(["Type=oneshot", f"ExecStart={BIN} probe --config /etc/reclaimd/policy.yaml"]))
         with open(units + "/reclaimd.service", "w") as f:
             f.write(service_lines(["Type=notify", "NotifyAccess=main", "WatchdogSec=3s", "TimeoutStartSec=15s",
                                    "ExecReload=/bin/kill -HUP $MAINPID",
@@ -179,6 +182,15 @@ def main():
         c.equal(res.get("no_new_privs"), "1", "NoNewPrivileges")
         c.equal(res.get("seccomp"), "2", "a seccomp filter")
         c.ok(res.get("uid_map", "0/0/4294967295") != "0/0/4294967295", f"in a user namespace ({res.get('uid_map')})")
+
+        # `reclaimd probe` under the same sandbox: the PSI trigger it reports is the policy's,
+        # the one the daemon registers below (300 ms in 2 s, no CAP_SYS_RESOURCE needed).
+        r = box.sh("systemctl start reclaimd-sandbox-probe.service; "
+                   "journalctl -u reclaimd-sandbox-probe.service -o cat --no-pager")
+        line = next((x for x in r.stdout.splitlines() if x.startswith("psi_triggers:")), "")
+        print(f"      {line}")
+        c.ok(line.startswith("psi_triggers: yes (some 300000 2000000 on "),
+             "reclaimd probe under the unit: the policy's PSI trigger registers", r.stdout[-2000:])
 
         # 2. The daemon under the unit.
         t0 = time.monotonic()
