@@ -1,139 +1,250 @@
 #!/usr/bin/env python3
-"""deploy/container/Containerfile, checked without a container engine (there is none in CI):
+"""The DaemonSet's image, built here from the repository, run as the DaemonSet runs it, and its
+metrics scraped by Prometheus:
 
-- both stages are Debian bookworm, the build stage installs deploy/build-packages.txt, and every
-  package either stage installs has an installation candidate in this machine's apt (bookworm);
-- the build stage is replayed here: exactly the files it COPYs go into a scratch tree and its
-  build commands run there, which must produce the one .deb the runtime stage copies;
-- that .deb's dependencies (dpkg-shlibdeps') all have candidates, so the runtime stage's
-  `apt-get install` resolves;
-- its build commands are the plain build of deploy/README.md, and its entry point is the path the
-  DaemonSet's probes run.
+1. a base image from Debian's archive: these machines reach Debian's mirror but no container
+   registry, so `mmdebstrap --variant=apt bookworm` makes what debian:bookworm-slim holds and
+   podman imports it. It stays in podman's store as BASE_IMAGE and is reused by later runs
+   (--rebuild-base makes it afresh);
+2. deploy/container/Containerfile built on it with podman, from the .deb deploy_deb_build made,
+   as deploy/README.md says (BASE is the Containerfile's only argument);
+3. the DaemonSet's container run from that image with `podman run`: the manifest's command,
+   args (plus --dry-run: nothing is reclaimed on this machine), env, volumes, securityContext
+   and memory limit. The readiness probe's command answers, `kill -HUP 1` from a shell inside
+   reloads (the ConfigMap's instruction), SIGTERM stops it with exit 0;
+4. its metrics, the way the manifests let Prometheus in: the textfile it writes into the
+   hostPath directory passes `promtool check metrics`, node_exporter's textfile collector
+   serves it, and a real Prometheus scraping node_exporter answers `reclaimd_up` 1 while the
+   pod runs and 0 once it has stopped.
 
-Usage: container_test.py
+What is not reproduced: the kubelet (probes are run once, by hand), the pod's network (the
+container gets none: reclaimd listens on nothing, its metrics leave through the hostPath), and
+the runtime's AppArmor/SELinux profile (podman's default seccomp profile is the runtime default).
+
+Usage: container_test.py --deb-dir BUILD/deb/src [--rebuild-base]
 """
+import argparse
 import glob
 import os
 import re
 import shutil
+import subprocess
 import sys
 import tempfile
+import time
 
 import yaml
 
-from common import REPO, Checks, run
+from common import REPO, Checks, require_root, run, wait_for
+from scrape import Scraper, promtool
 
 CONTAINERFILE = os.path.join(REPO, "deploy", "container", "Containerfile")
+K8S = os.path.join(REPO, "deploy", "kubernetes")
+BASE_IMAGE = "localhost/reclaimd-test-base:bookworm"
+IMAGE = "localhost/reclaimd:deploy-test"
 
 
-def instructions():
-    """[(stage index, INSTRUCTION, arguments)], continuation lines joined, comments dropped."""
-    out, stage, pending = [], -1, ""
-    for raw in open(CONTAINERFILE):
-        line = raw.rstrip("\n")
-        if not pending and (not line.strip() or line.lstrip().startswith("#")):
-            continue
-        if line.endswith("\\"):
-            pending += line[:-1] + " "
-            continue
-        line, pending = pending + line, ""
-        word, _, rest = line.strip().partition(" ")
-        if word.upper() == "FROM":
-            stage += 1
-        out.append((stage, word.upper(), rest.strip()))
+def base_image(c, rebuild):
+    """BASE_IMAGE, made with mmdebstrap from Debian's mirror when podman has none (or asked)."""
+    have = run(["podman", "image", "exists", BASE_IMAGE]).returncode == 0
+    if have and not rebuild:
+        created = run(["podman", "image", "inspect", "-f", "{{.Created}}", BASE_IMAGE]).stdout.strip()
+        print(f"      reusing {BASE_IMAGE} (made {created})")
+        return True
+    tmp = tempfile.mkdtemp(prefix="reclaimd-base-")
+    try:
+        t0 = time.monotonic()
+        tar = os.path.join(tmp, "rootfs.tar")
+        r = run(["mmdebstrap", "--variant=apt", "--mode=root", "bookworm", tar])
+        if not c.ok(r.returncode == 0, f"mmdebstrap: a bookworm root from Debian's mirror ({time.monotonic() - t0:.0f} s)",
+                    r.stderr[-3000:]):
+            return False
+        r = run(["podman", "import", "--change", "CMD [\"/bin/bash\"]", tar, BASE_IMAGE])
+        return c.ok(r.returncode == 0, f"podman import as {BASE_IMAGE}", r.stderr)
+    finally:
+        shutil.rmtree(tmp)
+
+
+def build_image(c, deb):
+    """The Containerfile on the base, with the .deb as its context, as deploy/README.md says."""
+    ctx = tempfile.mkdtemp(prefix="reclaimd-image-")
+    try:
+        shutil.copy(deb, ctx)
+        t0 = time.monotonic()
+        # The build's apt-get reaches Debian's mirror as this machine does.
+        r = run(["podman", "build", "--network", "host", "--build-arg", f"BASE={BASE_IMAGE}", "-f", CONTAINERFILE,
+                 "-t", IMAGE, ctx])
+        return c.ok(r.returncode == 0, f"podman build -f deploy/container/Containerfile ({time.monotonic() - t0:.0f} s)",
+                    (r.stdout + r.stderr)[-3000:])
+    finally:
+        shutil.rmtree(ctx)
+
+
+def check_image(c):
+    config = run(["podman", "image", "inspect", "-f", "{{json .Config}}", IMAGE], check=True).stdout
+    cfg = yaml.safe_load(config)
+    c.equal(cfg.get("Entrypoint"), ["/usr/sbin/reclaimd"], "ENTRYPOINT is the packaged binary")
+    c.equal(cfg.get("Cmd"), ["run", "--config", "/etc/reclaimd/policy.yaml"], "CMD runs the packaged policy")
+    c.equal(cfg.get("User"), "0:0", "USER 0:0 (drop_caches is writable by uid 0 only)")
+    r = run(["podman", "run", "--rm", "--network", "none", *ULIMITS, IMAGE, "--version"])
+    c.ok(r.returncode == 0 and r.stdout.startswith("reclaimd "), f"the image runs: {r.stdout.strip()}", r.stderr)
+    readme = " ".join(open(os.path.join(REPO, "deploy", "README.md")).read().split())
+    for cmd in ("dpkg-buildpackage -us -uc -b", "podman build -f deploy/container/Containerfile"):
+        c.ok(cmd in readme, f"deploy/README.md's image build runs: {cmd}")
+
+
+def cgroup2_mount():
+    for line in open("/proc/self/mountinfo"):
+        fields = line.split()
+        if fields[fields.index("-") + 1] == "cgroup2":
+            return fields[4]
+    raise RuntimeError("no cgroup2 mount on this machine")
+
+
+# podman raises the open-files and process limits of a container to its own maximum, which a
+# root without CAP_SYS_RESOURCE (this project's build machines) may not do; a kubelet's runtime
+# sets its own. reclaimd raises its soft fd limit itself, up to the hard one.
+ULIMITS = ["--ulimit", "nofile=4096:4096", "--ulimit", "nproc=4096:4096"]
+
+
+def volume_flags(pod, ctr, cm, tmp, textfile):
+    """podman flags for the container's volumeMounts. The hostPath the kubelet would create
+    (DirectoryOrCreate: node_exporter's textfile directory) is `textfile`, a scratch directory."""
+    volumes = {v["name"]: v for v in pod["volumes"]}
+    out = []
+    for m in ctr["volumeMounts"]:
+        v, dest, ro = volumes[m["name"]], m["mountPath"], m.get("readOnly", False)
+        if "hostPath" in v:
+            src = v["hostPath"]["path"]
+            if src == "/sys/fs/cgroup":
+                src = cgroup2_mount()
+            elif v["hostPath"].get("type") == "DirectoryOrCreate":
+                src = textfile
+            out += ["-v", f"{src}:{dest}:{'ro' if ro else 'rw'}"]
+        elif "configMap" in v:
+            d = tempfile.mkdtemp(dir=tmp)
+            for item in v["configMap"]["items"]:
+                with open(os.path.join(d, item["path"]), "w") as f:
+                    f.write(cm["data"][item["key"]])
+            out += ["-v", f"{d}:{dest}:{'ro' if ro else 'rw'}"]
+        elif "emptyDir" in v:
+            size = v["emptyDir"].get("sizeLimit", "1Mi").replace("Mi", "m")
+            out += ["--tmpfs", f"{dest}:rw,size={size},mode=0755"]
     return out
 
 
-def apt_packages(command, root):
-    """The packages an `apt-get install` command names; $(grep -v '^#' FILE) is read from root."""
-    m = re.search(r"apt-get install (.*?)(&&|$)", command)
-    if not m:
-        return []
-    words = m.group(1)
-    for sub in re.findall(r"\$\(grep -v '\^#' (\S+)\)", words):
-        listed = [w.strip() for w in open(root + sub) if w.strip() and not w.startswith("#")]
-        words = words.replace(f"$(grep -v '^#' {sub})", " ".join(listed))
-    return [w for w in words.split() if not w.startswith("-")]
+def run_flags(pod, ctr):
+    """podman flags for the container's securityContext, env and limits."""
+    sc = ctr["securityContext"]
+    out = ["--user", f"{sc['runAsUser']}:{sc.get('runAsGroup', 0)}", "--cgroupns", "private"]
+    if sc.get("readOnlyRootFilesystem"):
+        out += ["--read-only", "--read-only-tmpfs=false"]  # Kubernetes adds no tmpfs of its own
+    if sc.get("allowPrivilegeEscalation") is False:
+        out += ["--security-opt", "no-new-privileges"]
+    if sc.get("privileged"):
+        out += ["--privileged"]
+    if "ALL" in sc.get("capabilities", {}).get("drop", []):
+        out += ["--cap-drop", "all"]
+    for cap in sc.get("capabilities", {}).get("add", []):
+        out += ["--cap-add", cap]
+    for e in ctr.get("env", []):
+        out += ["-e", f"{e['name']}={e['value']}"]
+    limit = ctr.get("resources", {}).get("limits", {}).get("memory")
+    if limit:
+        out += ["--memory", limit.replace("Mi", "m")]
+    if ctr.get("command"):
+        out += ["--entrypoint", ctr["command"][0]]
+    return out
 
 
-def has_candidate(package):
-    """Whether apt can install package: a real one with a candidate, or a virtual one that some
-    package provides (libspdlog1.10-fmt9 is provided by libspdlog1.10)."""
-    r = run(["apt-cache", "policy", package])
-    m = re.search(r"Candidate: (\S+)", r.stdout)
-    if m is not None and m.group(1) != "(none)":
-        return True
-    provides = run(["apt-cache", "showpkg", package]).stdout.partition("Reverse Provides:")[2]
-    return bool(provides.strip())
+def container_log(name):
+    r = run(["podman", "logs", name])
+    return r.stdout + r.stderr
+
+
+def check_pod(c, ds, cm, tmp):
+    pod = ds["spec"]["template"]["spec"]
+    (ctr,) = pod["containers"]
+    textfile = os.path.join(tmp, "node-exporter")
+    os.makedirs(textfile)
+    name = f"reclaimd-deploy-test-{os.getpid()}"
+    args = (ctr.get("command", [])[1:]) + ctr["args"] + ["--dry-run"]
+    cmd = ["podman", "run", "-d", "--name", name, "--network", "none", *ULIMITS, *run_flags(pod, ctr),
+           *volume_flags(pod, ctr, cm, tmp, textfile), IMAGE, *args]
+    print("      " + " ".join(cmd))
+    r = run(cmd)
+    if not c.ok(r.returncode == 0, "podman run: the DaemonSet's container from the image", r.stderr):
+        return
+    scraper = Scraper(tmp, textfile)
+    try:
+        c.ok(wait_for(lambda: "event=start" in container_log(name), 15), "the daemon starts with the manifest's arguments",
+             container_log(name)[-3000:])
+        probe = ctr["readinessProbe"]["exec"]["command"]
+        r = run(["podman", "exec", name, *probe])
+        c.ok(r.returncode == 0, f"the readiness probe's command answers: {' '.join(probe)}", r.stdout + r.stderr)
+        hwm = run(["podman", "exec", name, "sh", "-c", "grep VmHWM /proc/1/status"]).stdout.split()
+        print(f"      reclaimd in the container: peak resident {int(hwm[1]) / 1024:.1f} MiB" if len(hwm) > 1 else "")
+        check_metrics(c, ctr, scraper, textfile, up=1)
+        r = run(["podman", "exec", name, "sh", "-c", "kill -HUP 1"])
+        c.ok(r.returncode == 0 and wait_for(lambda: "event=reload" in container_log(name), 10),
+             "sh -c 'kill -HUP 1' inside the container reloads the policy", r.stderr + container_log(name)[-2000:])
+        run(["podman", "stop", "-t", "10", name])
+        code = run(["podman", "inspect", "-f", "{{.State.ExitCode}}", name]).stdout.strip()
+        c.ok(code == "0" and "event=stop" in container_log(name), f"SIGTERM stops it cleanly (exit {code})",
+             container_log(name)[-2000:])
+        check_metrics(c, ctr, scraper, textfile, up=0)
+    finally:
+        scraper.stop()
+        run(["podman", "rm", "-f", name])
+
+
+def check_metrics(c, ctr, scraper, textfile, up):
+    """The textfile in the hostPath directory, through node_exporter and Prometheus."""
+    args = ctr["args"]
+    prom = os.path.join(textfile, os.path.basename(args[args.index("--metrics-file") + 1]))
+    want = f"\nreclaimd_up {up}\n"
+    text = wait_for(lambda: os.path.exists(prom) and want in open(prom).read() and open(prom).read(), 15) or ""
+    c.ok(want in text, f"the textfile in the hostPath directory says reclaimd_up {up}", text[:300])
+    if up:
+        c.equal(os.stat(prom).st_mode & 0o777, 0o644, "the textfile is world-readable (node_exporter runs as prometheus)")
+        promtool(c, text, "the textfile as written")
+        c.ok(scraper.start(), "node_exporter (textfile collector) and Prometheus (scraping it) are up", scraper.log())
+    got = wait_for(lambda: scraper.query("reclaimd_up") == str(up), 30)
+    c.ok(got, f"Prometheus, scraping node_exporter, answers reclaimd_up {up}",
+         f"last answer: {scraper.query('reclaimd_up')}\n{scraper.log()}")
+    if up:
+        version = run(["dpkg-parsechangelog", "-l", os.path.join(REPO, "debian", "changelog"), "-S", "Version"]
+                      ).stdout.strip()
+        c.ok(scraper.query(f'count(reclaimd_build_info{{version="{version}"}})') == "1",
+             f"and reclaimd_build_info names the packaged version ({version})")
 
 
 def main():
-    c = Checks("Containerfile")
-    steps = instructions()
-    froms = [args for _, ins, args in steps if ins == "FROM"]
-    c.equal([f.split()[0] for f in froms], ["docker.io/library/debian:bookworm", "docker.io/library/debian:bookworm-slim"],
-            "build on debian:bookworm, run on debian:bookworm-slim")
-
-    root = tempfile.mkdtemp(prefix="reclaimd-containerfile-")
+    p = argparse.ArgumentParser()
+    p.add_argument("--deb-dir", required=True, help="where deb_build.py left the packages")
+    p.add_argument("--rebuild-base", action="store_true", help="make the base image afresh")
+    a = p.parse_args()
+    require_root("container test")
+    c = Checks("DaemonSet image")
+    for tool in ("podman", "mmdebstrap", "prometheus", "prometheus-node-exporter", "promtool"):
+        c.ok(shutil.which(tool), f"{tool} is installed (tests/packages.txt)")
+    debs = glob.glob(os.path.join(a.deb_dir, "reclaimd_*.deb"))
+    if c.failures or not c.ok(len(debs) == 1, f"deploy_deb_build left one .deb in {a.deb_dir}"):
+        return c.done()
+    if not base_image(c, a.rebuild_base) or not build_image(c, debs[0]):
+        return c.done()
+    docs = [d for f in ("daemonset.yaml", "configmap.yaml") for d in yaml.safe_load_all(open(os.path.join(K8S, f)))]
+    ds = next(d for d in docs if d["kind"] == "DaemonSet")
+    cm = next(d for d in docs if d["kind"] == "ConfigMap")
+    tmp = tempfile.mkdtemp(prefix="reclaimd-pod-")
     try:
-        workdir, env, debs = root, dict(os.environ), []
-        for stage, ins, args in steps:
-            if ins == "ENV":
-                key, _, value = args.partition("=")
-                env[key] = value
-            elif ins == "WORKDIR":
-                workdir = root + args
-                os.makedirs(workdir, exist_ok=True)
-            elif ins == "COPY" and stage == 0:
-                src, dst = args.split()
-                dst = os.path.join(workdir, dst) if not dst.startswith("/") else root + dst
-                os.makedirs(os.path.dirname(dst.rstrip("/")), exist_ok=True)
-                (shutil.copytree if os.path.isdir(os.path.join(REPO, src)) else shutil.copy)(os.path.join(REPO, src), dst)
-            elif ins == "COPY" and args.startswith("--from=build "):
-                src, dst = args.split()[1:]
-                debs = glob.glob(root + src)
-                c.equal(len(debs), 1, f"the runtime stage copies the one .deb the build made ({src})")
-            elif ins == "RUN" and "apt-get" in args:
-                # Not run here (it would change this machine); its packages are looked up instead.
-                names = apt_packages(args, root)
-                if stage == 0:
-                    listed = [w.strip() for w in open(os.path.join(REPO, "deploy", "build-packages.txt"))
-                              if w.strip() and not w.startswith("#")]
-                    c.ok(set(listed) <= set(names), "the build stage installs deploy/build-packages.txt")
-                    # It builds with tests and benchmarks off: their libraries would be unused.
-                    unused = sorted(set(names) & {"libgtest-dev", "libgmock-dev", "libbenchmark-dev"})
-                    c.equal(unused, [], "the build stage installs no test or benchmark library")
-                    for name in names:
-                        c.ok(has_candidate(name), f"build stage: apt has {name}")
-                else:
-                    c.equal(names, ["/tmp/reclaimd_*.deb"], "the runtime stage installs only reclaimd's .deb")
-                    if debs:
-                        depends = run(["dpkg-deb", "-f", debs[0], "Depends"]).stdout
-                        for dep in filter(None, (d.strip() for d in depends.split(","))):
-                            name = dep.split("|")[0].split()[0]
-                            c.ok(has_candidate(name), f"runtime stage: apt has {name} (Depends: {dep})")
-                        r = run(["apt-get", "install", "--simulate", "--no-install-recommends", debs[0]])
-                        c.ok(r.returncode == 0 and re.search(r"^Inst reclaimd ", r.stdout, re.M),
-                             "apt-get install --simulate of the .deb resolves", r.stdout[-2000:] + r.stderr)
-            elif ins == "RUN" and stage == 0:
-                commands = [x.strip() for x in args.split("&&")]
-                readme = " ".join(open(os.path.join(REPO, "deploy", "README.md")).read().split())
-                for cmd in commands:
-                    c.ok(" ".join(cmd.split()) in readme, f"deploy/README.md's plain build runs: {cmd}")
-                r = run(["bash", "-c", args], cwd=workdir, env=env)
-                c.ok(r.returncode == 0, "the build stage's commands succeed on the copied sources",
-                     (r.stdout + r.stderr)[-3000:])
-
-        entry = next(args for _, ins, args in steps if ins == "ENTRYPOINT")
-        cmd = next(args for _, ins, args in steps if ins == "CMD")
-        c.equal(yaml.safe_load(entry), ["/usr/sbin/reclaimd"], "ENTRYPOINT is the packaged binary")
-        c.equal(yaml.safe_load(cmd), ["run", "--config", "/etc/reclaimd/policy.yaml"], "CMD runs the packaged policy")
-        ds = next(d for d in yaml.safe_load_all(open(os.path.join(REPO, "deploy", "kubernetes", "daemonset.yaml"))))
-        probe = ds["spec"]["template"]["spec"]["containers"][0]["readinessProbe"]["exec"]["command"]
-        c.equal(probe[0], yaml.safe_load(entry)[0], "the DaemonSet's probe runs the image's binary")
-        c.equal(next(args for _, ins, args in steps if ins == "USER"), "0:0", "USER 0:0 (drop_caches needs uid 0)")
+        check_image(c)
+        c.equal(ds["spec"]["template"]["spec"]["containers"][0]["readinessProbe"]["exec"]["command"][0],
+                "/usr/sbin/reclaimd", "the DaemonSet's probe runs the image's binary")
+        check_pod(c, ds, cm, tmp)
     finally:
-        shutil.rmtree(root)
+        run(["podman", "rmi", "-f", IMAGE])
+        shutil.rmtree(tmp)
     return c.done()
 
 

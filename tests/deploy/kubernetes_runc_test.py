@@ -61,9 +61,11 @@ def make_rootfs(rootfs, binary):
         shutil.copy(src, rootfs + dst)
 
 
-def oci_config(bundle, pod, ctr, cm, args):
+def oci_config(bundle, pod, ctr, cm, args, scratch):
     """The bundle's config.json: runc's default spec (the same masked and read-only /proc paths
-    as containerd's) with the container's user, capabilities and volumes applied."""
+    as containerd's) with the container's user, capabilities and volumes applied. A hostPath the
+    kubelet would create (DirectoryOrCreate: node_exporter's textfile directory) is `scratch`,
+    so the test leaves nothing in this machine's own."""
     path = os.path.join(bundle, "config.json")
     if os.path.exists(path):
         os.remove(path)
@@ -87,6 +89,8 @@ def oci_config(bundle, pod, ctr, cm, args):
             src = v["hostPath"]["path"]
             if src == "/sys/fs/cgroup":
                 src = cgroup2_mount()
+            elif v["hostPath"].get("type") == "DirectoryOrCreate":
+                src = scratch
             spec["mounts"].append({"destination": m["mountPath"], "type": "bind", "source": src,
                                    "options": ["rbind", "nosuid", "nodev", "noexec"] + ro})
         elif "configMap" in v:
@@ -125,7 +129,9 @@ def main():
     ds, cm = manifests()
     pod = ds["spec"]["template"]["spec"]
     (ctr,) = pod["containers"]
-    flags = " ".join(x for x in ctr["args"] if x != "run")
+    # The daemon's flags that `reclaimd probe` takes too (the rest are run's alone).
+    args = ctr["args"]
+    flags = " ".join(f"{x} {args[i + 1]}" for i, x in enumerate(args) if x in ("--config", "--proc-root", "--cgroup-root"))
     bundle = tempfile.mkdtemp(prefix="reclaimd-runc-")
     cgroup = os.path.join(cgroup2_mount(), TEST_CGROUP)
     cid = f"reclaimd-test-{os.getpid()}"
@@ -133,8 +139,9 @@ def main():
         os.makedirs(cgroup, exist_ok=True)
         make_rootfs(os.path.join(bundle, "rootfs"), os.path.abspath(a.binary))
 
+        scratch = tempfile.mkdtemp(dir=bundle)
         oci_config(bundle, pod, ctr, cm, ["/bin/sh", "-c", PROBE_SCRIPT.replace("{flags}", flags)
-                                          .replace("{cgroup}", TEST_CGROUP)])
+                                          .replace("{cgroup}", TEST_CGROUP)], scratch)
         r = run(["runc", "run", "--bundle", bundle, cid], timeout=60)
         print("      " + (r.stdout + r.stderr).rstrip().replace("\n", "\n      "))
         res = dict(line.split()[1:3] for line in r.stdout.splitlines() if line.startswith("RESULT "))
@@ -149,7 +156,7 @@ def main():
             c.equal(res.get(name), "refused", f"{name}: refused")
 
         # The daemon itself, with the manifest's exact arguments.
-        oci_config(bundle, pod, ctr, cm, ["/usr/sbin/reclaimd"] + ctr["args"] + ["--dry-run"])
+        oci_config(bundle, pod, ctr, cm, ["/usr/sbin/reclaimd"] + ctr["args"] + ["--dry-run"], scratch)
         proc = subprocess.Popen(["runc", "run", "--bundle", bundle, cid], stdout=subprocess.PIPE,
                                 stderr=subprocess.STDOUT, text=True)
         time.sleep(2)
@@ -170,6 +177,11 @@ def main():
              "sh -c 'kill -HUP 1' inside the container reloads the policy", hup.stderr + out)
         c.ok(proc.returncode == 0 and re.search(r"event=stop", out), "and stops cleanly on SIGTERM",
              f"exit {proc.returncode}\n{out}")
+        prom = os.path.join(scratch, os.path.basename(ctr["args"][ctr["args"].index("--metrics-file") + 1]))
+        text = open(prom).read() if os.path.exists(prom) else ""
+        c.ok("\nreclaimd_up 0\n" in text and (os.stat(prom).st_mode & 0o777) == 0o644,
+             "--metrics-file: the textfile is in the hostPath directory, mode 0644, reclaimd_up 0 once stopped",
+             text[:500])
     finally:
         run(["runc", "delete", "--force", cid])
         if os.path.isdir(cgroup):

@@ -7,8 +7,9 @@ node and with how little privilege.
 - the container: its flags exist in the built binary's --help, its securityContext is
   unprivileged with no capabilities, its resources are requested and limited, its readiness
   probe runs `reclaimd status`;
-- the host mounts: /proc read-only, /proc/sys/vm and /sys/fs/cgroup writable, nothing else from
-  the host; every file reclaimd reads under its proc root (controller/Paths.h) lies in them;
+- the host mounts: /proc read-only, /proc/sys/vm and /sys/fs/cgroup writable, node_exporter's
+  textfile directory writable for --metrics-file, nothing else from the host; every file
+  reclaimd reads under its proc root (controller/Paths.h) lies in them;
 - tolerations that let it run on every node.
 
 Usage: kubernetes_test.py --binary BUILD/controller/reclaimd
@@ -26,6 +27,8 @@ from common import REPO, Checks, run
 
 K8S = os.path.join(REPO, "deploy", "kubernetes")
 PROC_ROOT, CGROUP_ROOT, CONFIG = "/host/proc", "/host/sys/fs/cgroup", "/etc/reclaimd/policy.yaml"
+# node_exporter's textfile directory (Debian's prometheus-node-exporter default), in the pod.
+TEXTFILE_DIR, TEXTFILE_MOUNT = "/var/lib/prometheus/node-exporter", "/host/node-exporter"
 # The files reclaimd writes under its proc root (controller/Daemon.cpp).
 WRITTEN = ["sys/vm/drop_caches", "sys/vm/compact_memory"]
 
@@ -66,8 +69,9 @@ def check_policy(c, binary, policy_text):
         got = run([binary, "check-config", f.name])
     want = run([binary, "check-config", os.path.join(REPO, "deploy", "policy.yaml")])
     c.ok(got.returncode == 0, "the ConfigMap's policy passes reclaimd check-config", got.stdout + got.stderr)
-    c.equal(got.stdout.splitlines()[1:], want.stdout.splitlines()[1:],
-            "the ConfigMap's policy gives deploy/policy.yaml's settings")
+    def settings(out):
+        return [line for line in out.splitlines()[1:] if not line.startswith("drop-ins")]
+    c.equal(settings(got.stdout), settings(want.stdout), "the ConfigMap's policy gives deploy/policy.yaml's settings")
 
 
 def main():
@@ -130,9 +134,8 @@ def main():
         c.ok(re.search(rf"(^|[ ,]){re.escape(opt)}\b", run_help, re.M), f"reclaimd run --help knows {opt}")
     probe = ctr.get("readinessProbe", {}).get("exec", {}).get("command", [])
     c.equal(probe, ["/usr/sbin/reclaimd", "status"], "readiness probe: exec reclaimd status")
-    c.ok(re.search(r"^\s+status\b", help_text, re.M),
-         "reclaimd --help lists the `status` subcommand the probes run "
-         "(missing: the daemon side of issue 6 has not landed in this build)", help_text)
+    c.ok(re.search(r"^\s+status\b", help_text, re.M), "reclaimd --help lists the `status` subcommand the probes run",
+         help_text)
     c.equal(ctr.get("livenessProbe", {}).get("exec", {}).get("command"), probe, "liveness probe: the same command")
     c.equal(covering_mount(mounts, "/run/reclaimd/status.sock") and
             "emptyDir" in volumes[covering_mount(mounts, "/run/reclaimd/status.sock")["name"]], True,
@@ -158,8 +161,12 @@ def main():
         if hp:
             host[hp["path"]] = (mt["mountPath"], bool(mt.get("readOnly")))
     c.equal(host, {"/proc": (PROC_ROOT, True), "/proc/sys/vm": (PROC_ROOT + "/sys/vm", False),
-                   "/sys/fs/cgroup": (CGROUP_ROOT, False)},
-            "host mounts: /proc read-only, /proc/sys/vm and /sys/fs/cgroup writable, nothing else")
+                   "/sys/fs/cgroup": (CGROUP_ROOT, False), TEXTFILE_DIR: (TEXTFILE_MOUNT, False)},
+            "host mounts: /proc read-only, /proc/sys/vm, /sys/fs/cgroup and the textfile directory writable, "
+            "nothing else")
+    metrics = flag(args, "--metrics-file") or ""
+    c.equal(os.path.dirname(metrics), TEXTFILE_MOUNT, f"--metrics-file writes into the textfile directory ({metrics})")
+    c.ok(metrics.endswith(".prom"), "the textfile collector reads *.prom files")
     c.equal((flag(args, "--proc-root"), flag(args, "--cgroup-root")), (PROC_ROOT, CGROUP_ROOT),
             "--proc-root and --cgroup-root point at the host mounts")
     files = proc_files()

@@ -18,6 +18,7 @@ import sys
 import tempfile
 
 from common import Checks, require_root, run, wait_for
+from scrape import promtool
 
 
 def request(port, text, timeout=5.0):
@@ -30,12 +31,6 @@ def request(port, text, timeout=5.0):
             if not chunk:
                 return out.decode(errors="replace")
             out += chunk
-
-
-def promtool(checks, text, what):
-    r = subprocess.run(["promtool", "check", "metrics"], input=text, capture_output=True, text=True)
-    checks.ok(r.returncode == 0 and not r.stdout.strip() and not r.stderr.strip(),
-              f"promtool check metrics: {what}", r.stdout + r.stderr)
 
 
 def body(response):
