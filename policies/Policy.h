@@ -1,5 +1,5 @@
 // The policy: what reclaimd may do, and how hard. Built-in defaults reproduce WSL's
-// gradual reclaim (PR 41096) with its numbers; a YAML file (policies/Loader.h) overrides them.
+// gradual reclaim (microsoft/WSL's autoMemoryReclaim) with its numbers; a YAML file (policies/Loader.h) overrides them.
 #pragma once
 
 #include <chrono>

@@ -1,7 +1,7 @@
 # Debian's build flags (dpkg-buildflags), so the binary the package ships is hardened as
 # Debian's own are: _FORTIFY_SOURCE=2, -fstack-protector-strong, -Werror=format-security,
 # RELRO and BIND_NOW (hardening=+all; PIE is the compiler's default on Debian). Without it
-# lintian reports hardening-no-fortify-functions and hardening-no-bindnow (issue 13).
+# lintian reports hardening-no-fortify-functions and hardening-no-bindnow.
 #
 # Applied to optimised builds only: _FORTIFY_SOURCE needs -O (glibc warns otherwise, and
 # -Werror makes that an error), and sanitizers bring their own checks. Off with

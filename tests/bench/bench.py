@@ -106,7 +106,7 @@ CONFIGS = {
     # the default policy backs off under memory pressure; this is the same without it
     "gradual-nopressure": Config("gradual without pressure backoff", lambda g: [
         "mode: gradual"] + _idle_keys(g) + ["pressure:", "  enabled: false"], {}, False),
-    # Controls for the rebuild's cost (issue 11): the default policy with the guest's free RAM
+    # Controls for the rebuild's cost: the default policy with the guest's free RAM
     # never given back to the host, and no controller with the cache dropped as the noisy
     # phase starts (the memory state trimming leaves, without reclaimd)
     "gradual-noreport": Config("gradual, free page reporting off", lambda g: [
@@ -127,7 +127,7 @@ def run_boot(args, kernel, config, plan, durations, out):
     if policy_fn:
         pol = os.path.join(log_dir, "policy.yaml")
         lines = policy_fn(grace)
-        # issue 11's phases are about trimming: its clock scaled as the grace's (neveridle.py)
+        # the never-idle phases are about trimming: its clock scaled as the grace's (neveridle.py)
         if set(plan) & set(neveridle.PHASES) and "mode: gradual" in lines and "trim:" not in lines:
             lines += ["trim:", f"  interval: {_dur(neveridle.trim_interval(grace))}"]
         with open(pol, "w") as f:

@@ -1,4 +1,4 @@
-"""Issue 11's benchmark phases (guest/bench.sh's `noisy` and `rebuild`): figures, table, plot.
+"""The never-idle benchmark phases (guest/bench.sh's `noisy` and `rebuild`): figures, table, plot.
 
 noisy    the machine never goes idle: a background burst of NOISE_MS every second (1-5 % of the
          vCPU, an editor's language server) and a 32 MiB hot set re-read every 12 s (full

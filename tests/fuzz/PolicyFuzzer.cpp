@@ -33,7 +33,7 @@ void checkRule(const Policy& p, std::size_t i) {
   FUZZ_CHECK(rule.idle.interval <= rule.idle.grace, "a rule's interval <= grace");
   FUZZ_CHECK(Pattern::parse(rule.pattern.text()).ok(), "a rule's pattern compiles again");
   const std::string& path = rule.pattern.text();
-  // Exact patterns with backslashes are the pattern target's (issue 12 item 7): left out here
+  // Exact patterns with backslashes are the `pattern` target's: left out here
   // so that finding does not hide the loader's own.
   if (!rule.pattern.exact() || path.find('\\') != std::string::npos) return;
   const int governing = governingRule(p.rules, path);

@@ -23,7 +23,7 @@ bool refused(const Error& e) {
 }
 
 // A FIFO with its own read and write end held open by the test, so that a plain open of it
-// (the code before the fix) would not block but succeed: the test then fails instead of hanging.
+// would not block but succeed: a reader that opened it plainly fails the test instead of hanging.
 class Fifo {
  public:
   explicit Fifo(const std::string& path) {

@@ -109,8 +109,8 @@ TEST_F(EndpointsTest, FdsAreFixedAfterOpen) {
   EXPECT_EQ(e_.fds().size(), 4u);  // two listeners, the connections' epoll, the idle timer
 }
 
-// Idle clients are closed at their deadline by the timer, with no other client arriving (the
-// deadline used to be checked only when a new connection came).
+// Idle clients are closed at their deadline by the timer, with no other client arriving (not
+// only when a new connection comes).
 TEST_F(EndpointsTest, IdleClientsAreClosedByTheTimer) {
   EndpointOptions o = options();
   o.clientTimeout = 200ms;

@@ -218,8 +218,8 @@ TEST_F(EngineTest, AStepThatFreedNothingPausesTheTargetUntilItsCacheRegrows) {
   EXPECT_TRUE(runUntil([&] { return sim_.writes().size() > writes; }, 10s));
 }
 
-// Issue 12 item 10: a cache within a chunk of 2^64 wrapped "stalled at + a chunk" and the
-// target was asked again every tick.
+// A cache within a chunk of 2^64 would wrap "stalled at + a chunk", and the target would be
+// asked again every tick.
 TEST_F(EngineTest, ACacheNearTwoToTheSixtyFourIsNotMistakenForRegrowth) {
   sim_.addCgroup("work", UINT64_MAX - 16 * kMiB);
   sim_.setOvershoot(0);

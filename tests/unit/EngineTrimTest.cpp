@@ -1,4 +1,4 @@
-// Trimming (issue 11): cold cache returned from targets that never go idle, in small probes that
+// Trimming: cold cache returned from targets that never go idle, in small probes that
 // refaults and pressure stop, without touching the grace period of a machine that goes idle.
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-// Units (issue 11, item 3): without rules, a systemd unit or scope whose own CPU stayed quiet for
+// Units (idle.units): without rules, a systemd unit or scope whose own CPU stayed quiet for
 // a grace period is reclaimed to its floor while another unit keeps the machine busy.
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-// The event builder: nothing a value holds can forge a field or a line (issue 12 item 8), and
+// The event builder: nothing a value holds can forge a field or a line, and
 // the journal's field parser reads back exactly what was put in.
 #include <gtest/gtest.h>
 

@@ -225,7 +225,7 @@ INSTANTIATE_TEST_SUITE_P(
 TEST(PolicyFile, FifoIsRefusedWithoutBlocking) {
   testing::Fixture fx;
   ASSERT_EQ(::mkfifo(fx.path("fifo.yaml").c_str(), 0600), 0);
-  auto p = loadPolicyFile(fx.path("fifo.yaml"));  // blocked forever before the fix
+  auto p = loadPolicyFile(fx.path("fifo.yaml"));  // a plain open would block forever
   ASSERT_FALSE(p.ok());
   EXPECT_NE(p.error().message().find("a FIFO, not a regular file"), std::string::npos) << p.error().message();
   fx.mkdir("dir.yaml");

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Issue 2 on real kernels: the machine-wide controller in a 6.1, 6.12 or newest-kernel VM.
+"""On real kernels: the machine-wide controller in a 6.1, 6.12 or newest-kernel VM.
 
 Boots the kernel with the built reclaimd, runs guest/foundation.sh (gradual, dropcache,
 disabled, SIGTERM mid-step) and asserts on the timeline it prints:

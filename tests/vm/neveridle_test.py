@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Issue 11 on real kernels: a never-idle machine returns its cold cache (guest/neveridle.sh).
+"""On real kernels: a never-idle machine returns its cold cache (guest/neveridle.sh).
 
 Time scale 12x: trim.interval 500ms against Senpai's 6 s, so a scaled minute is 5 s, the issue's
 "within 15 minutes" is 75 s after reclaimd starts, "after the first two minutes" 10 s after it,

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Issue 3 on real kernels: per-cgroup rules and idleness in a 6.1, 6.12 or newest VM (guest/percgroup.sh).
+"""On real kernels: per-cgroup rules and idleness in a 6.1, 6.12 or newest VM (guest/percgroup.sh).
 
 Asserts: idle.slice (idle source cgroup) is reclaimed to its 32 MiB floor within -10 %/+5 %,
 starting within 1 s of its own grace period (from the end of its reads) although the machine is

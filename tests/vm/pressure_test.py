@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Issue 4 on real kernels: pressure backoff in a 6.1, 6.12 or newest VM (guest/pressure.sh), run twice:
+"""On real kernels: pressure backoff in a 6.1, 6.12 or newest VM (guest/pressure.sh), run twice:
 with backoff (pressure.enabled: true) and without (false), in one boot each.
 
 A workload stalls on memory for 10 s (a task throttled by memory.high in work.slice/hog: about

@@ -1,4 +1,4 @@
-"""Phase u of the never-idle VM test (guest/units.sh): issue 11's item 3 on a real kernel.
+"""Phase u of the never-idle VM test (guest/units.sh): quiet units (idle.units) on a real kernel.
 
 Without rules, user.slice/build.scope (400 MiB read, its work ended) is a systemd scope whose own
 CPU stays quiet, while user.slice/editor.service keeps the machine busy (1-5 % of the vCPU) and

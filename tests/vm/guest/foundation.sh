@@ -1,5 +1,5 @@
 #!/bin/sh
-# Issue 2 scenarios on a real kernel: the machine-wide controller end to end.
+# On a real kernel: the machine-wide controller end to end.
 # Env: GRACE (seconds), SCENARIOS (space-separated subset of: gradual dropcache disabled sigterm).
 # Needs the 3x100 data disk. The host (foundation_test.py) asserts on what this prints.
 # shellcheck source=lib.sh

@@ -1,6 +1,6 @@
 #!/bin/sh
-# Issue 11 on a real kernel: a machine that is never idle still returns its cold cache.
-# Time scale 12x (trim.interval 500ms against Senpai's 6 s): a scaled minute is 5 s, the issue's
+# On a real kernel: a machine that is never idle still returns its cold cache.
+# Time scale 12x (trim.interval 500ms against Senpai's 6 s): a scaled minute is 5 s, the target's
 # 15 minutes are 75 s, its first two minutes 10 s, and the idle grace is 10 s (the default 2m).
 # idle.sample_period stays at its default unless SAMPLE_PERIOD is set.
 # Each phase: a background process burns BURN_MS ms every second (1-5 % of the vCPU) from the

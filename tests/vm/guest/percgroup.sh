@@ -1,5 +1,5 @@
 #!/bin/sh
-# Issue 3 on a real kernel: per-cgroup rules and per-cgroup idleness.
+# On a real kernel: per-cgroup rules and per-cgroup idleness.
 # idle.slice, busy.slice and kept.slice each read 100 MiB of files (charged to them). A CPU-bound
 # loop then runs in busy.slice (so the machine is never idle either), while cgroups are created and
 # removed under the root and under idle.slice. Expected: idle.slice (idle source cgroup) is

@@ -1,5 +1,5 @@
 #!/bin/sh
-# Issue 4 on a real kernel: when a workload stalls on memory, reclaim must stop.
+# On a real kernel: when a workload stalls on memory, reclaim must stop.
 # work.slice reads 300 MiB (file0..2); reclaimd reclaims it in 16M steps, one a second. Four
 # steps in, a workload in work.slice stalls on memory for 10 s. With PRESSURE=true reclaimd
 # must halt within one window and resume after the calm period once the workload is done; with

@@ -1,5 +1,5 @@
 # shellcheck shell=sh
-# Phase u of neveridle.sh (sourced by it, after its helpers): issue 11's item 3 on a real kernel.
+# Phase u of neveridle.sh (sourced by it, after its helpers): quiet units (idle.units) on a real kernel.
 # Without rules, a finished build's scope is reclaimed to reclaim.cgroup_floor (16 MiB) while an
 # editor's service keeps the machine busy: user.slice/editor.service burns BURN_MS ms every
 # second and re-reads its 32 MiB hot set (file4); user.slice/build.scope read 400 MiB
