@@ -80,7 +80,7 @@ const std::array kKeys = {
         {ms(1s), ms(10min)}, "how long after a step its refaults are watched"},
     Key{"trim.enabled", PolicyRef<bool>([](Policy& p) -> bool& { return p.trim.enabled; }), {},
         "gradual mode: return cold cache from targets that are busy, in small probes stopped by pressure and "
-        "refaults; `false` reclaims only when idle, as the seed does"},
+        "refaults; `false` reclaims only when idle, as WSL's own reclaim does"},
     // Under 500 ms a probe's refaults have no time to show before the next.
     Key{"trim.interval", PolicyRef<milliseconds>([](Policy& p) -> milliseconds& { return p.trim.interval; }),
         {ms(500ms), ms(1h)}, "one probe per busy target per interval"},
