@@ -2,11 +2,14 @@
 # The whole test suite, on a fresh Debian bookworm machine as root. Installs what it needs
 # (build dependencies, QEMU and friends; the VM tests fetch Debian kernels 6.1 and 6.12 into
 # ${RECLAIMD_VM_CACHE:-/var/cache/reclaimd-vm}), then:
-#   1. unit tests under AddressSanitizer + UndefinedBehaviorSanitizer;
+#   1. unit tests under AddressSanitizer + UndefinedBehaviorSanitizer (among them the man page
+#      and the README's reference checked against the binary and the sources);
 #   2. unit tests of the release build;
 #   3. deployment: the systemd unit (verify, security exposure, a sandboxed run under
-#      systemd-nspawn), the Debian package (installed here with dpkg, then purged), the
-#      Kubernetes manifests (and the DaemonSet's container under runc), the WSL recipe;
+#      systemd-nspawn), the Debian package (dpkg-buildpackage, lintian, installed here with
+#      dpkg, then purged), the Kubernetes manifests (the DaemonSet's container under runc, and
+#      its image built with podman on a Debian base made by mmdebstrap, run, its metrics
+#      scraped by Prometheus), the WSL recipe;
 #   then the libFuzzer targets (tests/fuzz), built with clang in build/fuzz, 20 s each;
 #   4. real-kernel tests: reclaimd inside QEMU on 6.12 and 6.1, one VM at a time;
 #   5. the benchmarks (tests/bench), which print figures.
