@@ -10,10 +10,11 @@ export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq
 # shellcheck disable=SC2046
 apt-get install -y -qq --no-install-recommends $(grep -v '^#' deploy/build-packages.txt) >/dev/null
-cmake -S . -B build/release -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRECLAIMD_TESTS=OFF -DRECLAIMD_BENCH=OFF >/dev/null
-cmake --build build/release -j"$(nproc)" --target reclaimd
-install -D -m 0755 build/release/controller/reclaimd /usr/local/sbin/reclaimd
-echo "built build/release/controller/reclaimd, installed as /usr/local/sbin/reclaimd;" \
+# A build directory of its own: tests/run-all.sh's build/release keeps its tests configured.
+cmake -S . -B build/run -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRECLAIMD_TESTS=OFF -DRECLAIMD_BENCH=OFF >/dev/null
+cmake --build build/run -j"$(nproc)" --target reclaimd
+install -D -m 0755 build/run/controller/reclaimd /usr/local/sbin/reclaimd
+echo "built build/run/controller/reclaimd, installed as /usr/local/sbin/reclaimd;" \
 	"from another shell: reclaimd status" >&2
 /usr/local/sbin/reclaimd probe || true
 exec /usr/local/sbin/reclaimd run "$@"
