@@ -44,6 +44,16 @@ BASE_IMAGE = "localhost/reclaimd-test-base:bookworm"
 IMAGE = "localhost/reclaimd:deploy-test"
 
 
+def debian_mirror():
+    """The Debian mirror this machine's apt uses for bookworm (a local mirror or proxy stays in
+    use), else deb.debian.org."""
+    for line in run(["apt-cache", "policy"]).stdout.splitlines():
+        m = re.match(r"^\s*\d+ (\S+) bookworm/main ", line)
+        if m:
+            return m.group(1)
+    return "http://deb.debian.org/debian"
+
+
 def base_image(c, rebuild):
     """BASE_IMAGE, made with mmdebstrap from Debian's mirror when podman has none (or asked)."""
     have = run(["podman", "image", "exists", BASE_IMAGE]).returncode == 0
@@ -55,7 +65,7 @@ def base_image(c, rebuild):
     try:
         t0 = time.monotonic()
         tar = os.path.join(tmp, "rootfs.tar")
-        r = run(["mmdebstrap", "--variant=apt", "--mode=root", "bookworm", tar])
+        r = run(["mmdebstrap", "--variant=apt", "--mode=root", "bookworm", tar, debian_mirror()])
         if not c.ok(r.returncode == 0, f"mmdebstrap: a bookworm root from Debian's mirror ({time.monotonic() - t0:.0f} s)",
                     r.stderr[-3000:]):
             return False
