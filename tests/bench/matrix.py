@@ -1,0 +1,259 @@
+#!/usr/bin/env python3
+"""The never-idle matrix: cells x configurations x kernels side by side, one VM boot each.
+
+A cell (guest/matrix.sh) is the hard order: the background process (an editor, a language
+server) already runs and re-reads its hot set BEFORE and DURING the work that fills the cold
+cache, so the hot set is older in the LRU than the cold cache; the work ends, the background
+process goes on. The base cell: the work reads 400 MiB of cold files twice, the hot set is
+100 MiB (20 % of the cache) re-read with read() every 20 s, all in one cgroup (work.slice).
+Every other cell changes one axis of it (CELLS). Time is scaled (--scale, default 1/12: a
+minute is 5 s): the daemon's grace, trimming interval and refault window, DAMON_RECLAIM's
+min_age and the scenario's periods alike.
+
+    python3 tests/bench/matrix.py --reclaimd build/controller/reclaimd \\
+        --cells 'base once' --kernels '6.1 6.12 newest' --configs 'none default damon' \\
+        --jobs 2 --out /tmp/matrix
+    # two builds of the daemon in one run:
+    python3 tests/bench/matrix.py --reclaimd build/controller/reclaimd \\
+        --configs 'none default new=default@/tmp/new/reclaimd' --out /tmp/matrix-ab
+
+Writes cells.csv (every figure, one row per cell x config x kernel), table.md (the same as a
+markdown table) and logs/ to --out. See tests/bench/README.md ("The never-idle matrix").
+"""
+import argparse
+import concurrent.futures
+import datetime
+import os
+import subprocess
+import sys
+import threading
+import time
+from typing import NamedTuple
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+VM_DIR = os.path.join(HERE, "..", "vm")
+sys.path.insert(0, VM_DIR)
+sys.path.insert(0, HERE)
+import hostmon  # noqa: E402
+import kernels  # noqa: E402
+import matrixfig  # noqa: E402
+import vm  # noqa: E402
+import vmext  # noqa: E402
+from boots import Boot  # noqa: E402
+
+MEM_MIB = 2048
+DATA = "4x100,100,25"  # file0-3: the cold files (400 MiB); file4: a 100 MiB hot set, file5: 25 MiB
+HOT = {20: ("/data/file4", 100), 5: ("/data/file5", 25)}  # % of the cache -> (file, MiB)
+BG = {"same": "work.slice", "apart": "bg.slice", "unit": "system.slice/editor.service"}
+# Full-scale seconds, multiplied by --scale: the daemon's idle grace, trimming interval and
+# refault window, the seed's fixed ticks and DAMON_RECLAIM's min_age (all their defaults).
+GRACE, TRIM_INTERVAL, REFAULT_WINDOW, SEED_TICK, DAMON_MIN_AGE = 120.0, 6.0, 10.0, 10.0, 120.0
+WARM_MIN = 2  # full-scale minutes the hot reader runs before the work starts
+
+
+class Cell(NamedTuple):
+    cold: str          # once | twice | mmap (twice, through a mapping)
+    hot_period_s: float
+    hot_pct: int       # 20 | 5
+    hot_mode: str      # read | mmap (a process that keeps the mapping and touches it)
+    bg: str            # same | apart | unit
+
+
+BASE = Cell("twice", 20, 20, "read", "same")
+CELLS = {
+    "base": BASE,
+    "once": BASE._replace(cold="once"),
+    "cold-mmap": BASE._replace(cold="mmap"),
+    "hot-1s": BASE._replace(hot_period_s=1),
+    "hot-60s": BASE._replace(hot_period_s=60),
+    "hot-5pct": BASE._replace(hot_pct=5),
+    "hot-mmap": BASE._replace(hot_mode="mmap"),
+    "bg-apart": BASE._replace(bg="apart"),
+    "bg-unit": BASE._replace(bg="unit"),
+}
+KINDS = ("none", "seed-gradual", "default", "damon")
+
+
+class Config(NamedTuple):
+    name: str
+    kind: str
+    binary: str = ""
+
+
+def _dur(seconds):
+    return f"{int(round(seconds * 1000))}ms"
+
+
+def policy(kind, scale):
+    """The policy file's lines for a reclaimd configuration at this time scale."""
+    grace = GRACE * scale
+    lines = ["idle:", f"  grace: {_dur(grace)}"]
+    if kind == "seed-gradual":  # WSL's gradual mode: fixed ticks, reclaim only when idle
+        tick = min(grace, max(1.0, SEED_TICK * scale))
+        return ["mode: gradual"] + lines + [f"  interval: {_dur(tick)}", f"  sample_period: {_dur(tick)}",
+                                            "  predict: false", "trim:", "  enabled: false"]
+    if grace < 10:  # idle.interval (10 s) may not exceed the grace
+        lines.append(f"  interval: {_dur(max(1.0, grace))}")
+    return lines + ["trim:", f"  interval: {_dur(max(0.5, TRIM_INTERVAL * scale))}",
+                    "pressure:", f"  refault_window: {_dur(max(1.0, REFAULT_WINDOW * scale))}"]
+
+
+def parse_configs(text, reclaimd):
+    """'none default new=default@/path' -> [Config]; raises ValueError with a clear message."""
+    out = []
+    for item in text.split():
+        name, _, rest = item.partition("=")
+        kind, _, binary = (rest or name).partition("@")
+        if kind not in KINDS:
+            raise ValueError(f"configuration {item!r}: unknown kind {kind!r} (one of {', '.join(KINDS)})")
+        if kind in ("none", "damon") and binary:
+            raise ValueError(f"configuration {item!r}: {kind} runs no reclaimd binary")
+        binary = binary or (reclaimd if kind not in ("none", "damon") else "")
+        if kind not in ("none", "damon") and not (binary and os.access(binary, os.X_OK)):
+            raise ValueError(f"configuration {item!r}: no executable reclaimd ({binary or 'give --reclaimd'})")
+        if any(c.name == name for c in out):
+            raise ValueError(f"configuration {name!r} given twice")
+        out.append(Config(name, kind, os.path.abspath(binary) if binary else ""))
+    return out
+
+
+def guest_env(cell, cfg, scale, minutes):
+    hot_file, _ = HOT[cell.hot_pct]
+    return {"CONTROLLER": "reclaimd" if cfg.binary else cfg.kind, "COLD": cell.cold, "HOT_FILE": hot_file,
+            "HOT_MODE": cell.hot_mode, "HOT_PERIOD_MS": max(500, int(cell.hot_period_s * scale * 1000)),
+            "BG_CGROUP": BG[cell.bg], "WARM_MS": int(WARM_MIN * 60 * scale * 1000),
+            "OBSERVE_MS": int(minutes * 60 * scale * 1000),
+            "DAMON_MIN_AGE_US": int(DAMON_MIN_AGE * scale * 1e6)}
+
+
+def build_mtouch(out):
+    """The guest's mmap toucher, compiled for the host's libc (the initramfs takes its deps)."""
+    exe = os.path.join(out, "mtouch")
+    subprocess.run(["cc", "-O2", "-Wall", "-Werror", "-o", exe, os.path.join(VM_DIR, "guest", "mtouch.c")],
+                   check=True)
+    return exe
+
+
+def run_boot(cell_name, cfg, kernel, a, mtouch):
+    """One boot: (Boot, its cells.csv row). a: scale, minutes, out, verbose."""
+    cell = CELLS[cell_name]
+    boot = Boot(kernel, cfg.name)
+    log_dir = os.path.join(a.out, "logs", f"{cell_name}-{kernel}-{cfg.name}")
+    os.makedirs(log_dir, exist_ok=True)
+    adds = [(os.path.join(VM_DIR, "guest", "lib.sh"), "/test/lib.sh"), (mtouch, "/usr/bin/mtouch")]
+    if cfg.binary:
+        pol = os.path.join(log_dir, "policy.yaml")
+        with open(pol, "w") as fh:
+            fh.write("\n".join(policy(cfg.kind, a.scale)) + "\n")
+        adds += [(cfg.binary, "/usr/bin/reclaimd"), (pol, "/etc/matrix/policy.yaml")]
+    mon = hostmon.HostMonitor(MEM_MIB)
+    boot.release = kernels.ensure(kernel).release
+    budget = 180 + (WARM_MIN + a.minutes) * 60 * a.scale
+    boot.result = vmext.run(os.path.join(VM_DIR, "guest", "matrix.sh"), kernel=kernel, add=adds,
+                            disk=vm.data_image(DATA), mem_mib=MEM_MIB,
+                            env=guest_env(cell, cfg, a.scale, a.minutes), timeout=budget, log_dir=log_dir,
+                            on_line=boot.add, on_qemu_start=mon.attach, echo=a.verbose)
+    mon.stop()
+    boot.samples = mon.samples
+    return boot, matrixfig.figures(boot, cell_name, a.scale, HOT[cell.hot_pct][1])
+
+
+def sanity(rows):
+    """The pipeline ran and the scenario held (figures are reported, not asserted)."""
+    bad = []
+    for r in rows:
+        who = f"{r['cell']} {r['kernel']} {r['config']}"
+        if r["outcome"] != "ok" or "cache_end_mib" not in r:
+            bad.append(f"{who}: {r['outcome']}")
+            continue
+        if r.get("cache_work_end_mib", 0) < 400:
+            bad.append(f"{who}: the work did not fill the cache ({r.get('cache_work_end_mib')} MiB)")
+        if r["config"] == "none" and r["cache_end_mib"] < 0.9 * r["cache_work_end_mib"]:
+            bad.append(f"{who}: the cache shrank without a controller ({r['cache_end_mib']} MiB)")
+    for b in bad:
+        print(f"matrix: FAILED {b}", file=sys.stderr)
+    return not bad
+
+
+def _fraction(text):
+    num, _, den = text.partition("/")
+    try:
+        v = float(num) / float(den or 1)
+    except (ValueError, ZeroDivisionError):
+        raise argparse.ArgumentTypeError(f"not a number or fraction: {text!r}")
+    if not 0 < v <= 1:
+        raise argparse.ArgumentTypeError(f"scale must be in (0, 1], not {text!r}")
+    return v
+
+
+def parse_args(argv):
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
+    p.add_argument("--reclaimd", help="the reclaimd binary of the configurations that name none")
+    p.add_argument("--cells", default="base", help=f"space-separated, from: {' '.join(CELLS)}")
+    p.add_argument("--kernels", default="newest", help=f"space-separated, from: {' '.join(kernels.SERIES)}")
+    p.add_argument("--configs", default="none default", help="space-separated: none, seed-gradual, default, "
+                   "damon, or NAME=KIND[@/path/to/reclaimd] (e.g. new=default@/tmp/new/reclaimd)")
+    p.add_argument("--scale", type=_fraction, default=1 / 12, help="time scale (default 1/12: a minute is 5 s)")
+    p.add_argument("--minutes", type=float, default=10, help="full-scale minutes observed after the work's end")
+    p.add_argument("--jobs", type=int, default=1, help="boots run in parallel")
+    p.add_argument("--smoke", action="store_true", help="CI: cell base, 6.12, none and default, scale 1/25, "
+                   "6 minutes observed")
+    p.add_argument("--out", default="/tmp/reclaimd-matrix")
+    p.add_argument("--verbose", action="store_true", help="echo the guest's lines")
+    a = p.parse_args(argv)
+    if a.smoke:
+        a.cells, a.kernels, a.configs, a.scale, a.minutes = "base", "6.12", "none default", 1 / 25, 6
+    for c in a.cells.split():
+        if c not in CELLS:
+            p.error(f"unknown cell {c!r} (one of {', '.join(CELLS)})")
+    for k in a.kernels.split():
+        if k not in kernels.SERIES:
+            p.error(f"unknown kernel {k!r} (one of {', '.join(kernels.SERIES)})")
+    if a.jobs < 1 or a.minutes < 3:
+        p.error("--jobs must be at least 1 and --minutes at least 3")
+    try:
+        a.config_list = parse_configs(a.configs, a.reclaimd)
+    except ValueError as e:
+        p.error(str(e))
+    return a
+
+
+def main(argv=None):
+    a = parse_args(argv)
+    cells, kern = a.cells.split(), a.kernels.split()
+    os.makedirs(a.out, exist_ok=True)
+    started = datetime.datetime.now(datetime.timezone.utc)
+    head = (f"Run {started:%Y-%m-%d %H:%M} UTC, scale {a.scale:.4g} (a minute is {60 * a.scale:g} s), "
+            f"{a.minutes:g} minutes after the work, `tests/bench/matrix.py "
+            f"{' '.join(argv if argv is not None else sys.argv[1:])}`")
+    jobs = [(c, cfg, k) for c in cells for k in kern for cfg in a.config_list]
+    per = 40 + (WARM_MIN + a.minutes) * 60 * a.scale
+    print(f"matrix: {len(jobs)} boots, {a.jobs} at a time: ~{len(jobs) * per / a.jobs / 60:.0f} min; "
+          f"output in {a.out}", flush=True)
+    for k in kern:
+        kernels.ensure(k)
+    vm.data_image(DATA)
+    mtouch = build_mtouch(a.out)
+    rows, lock = [], threading.Lock()
+
+    def one(job):
+        t = time.monotonic()
+        _, row = run_boot(*job, a, mtouch)
+        with lock:
+            rows.append(row)
+            matrixfig.write_csv(a.out, rows)  # after every boot: a run cut short keeps its data
+            with open(os.path.join(a.out, "table.md"), "w") as fh:
+                fh.write(matrixfig.table(rows, cells, [c.name for c in a.config_list], kern, head))
+            print(f"matrix: {job[0]} {job[2]} {job[1].name}: {row['outcome']}, at bound after "
+                  f"{row.get('bound_min')} min, done in {time.monotonic() - t:.0f} s", flush=True)
+
+    with concurrent.futures.ThreadPoolExecutor(max_workers=a.jobs) as pool:
+        for f in [pool.submit(one, j) for j in jobs]:
+            f.result()
+    print(matrixfig.table(rows, cells, [c.name for c in a.config_list], kern, head))
+    return 0 if sanity(rows) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

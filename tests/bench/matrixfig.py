@@ -1,0 +1,149 @@
+"""Figures of one never-idle matrix boot (guest/matrix.sh) and the run's cells.csv and table.md.
+
+All times are host arrival times (boots.Boot), the clock the host's RSS samples share. A
+"minute" is a full-scale minute on the run's clock (60 s x scale).
+"""
+import csv
+import os
+
+import scenario
+
+FLOOR_MIB = 128  # the default policy's machine floor
+
+COLUMNS = ("cell", "kernel", "release", "config", "outcome", "cache_work_end_mib", "bound_mib",
+           "bound_min", "cache_5m_mib", "cache_end_mib", "hot_read_mib_per_min", "hot_read_pct_per_min",
+           "psi_some_us", "psi_some_after_work_us", "psi_machine_us", "refaults_after_work", "footprint_work_end_mib",
+           "footprint_end_mib", "footprint_mib_min", "trims", "trimmed_mib", "trim_held",
+           "damon_reclaimed_mib", "damon_enabled")
+
+
+def guest_samples(boot):
+    """[(host t, {field: int})] of the @@SAMPLE lines."""
+    out = []
+    for t, _, text in boot.lines:
+        if text.startswith("@@SAMPLE "):
+            f = scenario.fields(text)
+            if all(v.isdigit() for v in f.values()):
+                out.append((t, {k: int(v) for k, v in f.items()}))
+    return out
+
+
+def _after(series, t):
+    return next(((ts, f) for ts, f in series if ts >= t), (None, None))
+
+
+def _cache(boot, series, t0, minute, hot_mib):
+    f = {}
+    bound = (FLOOR_MIB + hot_mib) * 1.10
+    f["bound_mib"] = round(bound, 1)
+    _, w = _after(series, t0)
+    if w:
+        f["cache_work_end_mib"] = round(w["file_kib"] / 1024, 1)
+    _, m5 = _after(series, t0 + 5 * minute)
+    if m5:
+        f["cache_5m_mib"] = round(m5["file_kib"] / 1024, 1)
+    f["cache_end_mib"] = round(series[-1][1]["file_kib"] / 1024, 1)
+    reached = next((ts for ts, s in series if ts >= t0 and s["file_kib"] / 1024 <= bound), None)
+    f["bound_min"] = None if reached is None else round((reached - t0) / minute, 2)
+    return f
+
+
+def _hot(series, t0, minute, hot_mib):
+    """The hot set read back from disk after the first two minutes past the work's end."""
+    ta, a = _after(series, t0 + 2 * minute)
+    tb, b = series[-1]
+    if a is None or tb <= ta:
+        return {}
+    mib = (b["hot_read"] - a["hot_read"]) / 2**20
+    per_min = mib / ((tb - ta) / minute)
+    return {"hot_read_mib_per_min": round(per_min, 2), "hot_read_pct_per_min": round(100 * per_min / hot_mib, 2)}
+
+
+def _footprint(boot, t0, t1, minute):
+    s = [x for x in boot.samples if t0 <= x.t <= t1 and x.rss_kib > 0]
+    if len(s) < 2:
+        return {}
+    area = sum((b.t - a.t) * (a.rss_kib + b.rss_kib) / 2 / 1024 for a, b in zip(s, s[1:]))
+    return {"footprint_work_end_mib": round(s[0].rss_kib / 1024), "footprint_end_mib": round(s[-1].rss_kib / 1024),
+            "footprint_mib_min": round(area / minute)}
+
+
+def _controller(boot):
+    trims = [f for _, f in boot.events("reclaim_step") if f.get("kind") == "trim"]
+    f = {"trims": len(trims), "trimmed_mib": round(sum(float(x.get("freed_mib", 0)) for x in trims), 1),
+         "trim_held": len(boot.events("trim_held"))}
+    for t, _, text in boot.lines:
+        if text.startswith("@@DAMON "):
+            d = scenario.fields(text)
+            if "end" in d and d.get("bytes_reclaimed_regions", "").isdigit():
+                f["damon_reclaimed_mib"] = round(int(d["bytes_reclaimed_regions"]) / 2**20, 1)
+            if "enabled" in d:
+                f["damon_enabled"] = d["enabled"]
+    return f
+
+
+def figures(boot, cell, scale, hot_mib):
+    """One cells.csv row for a boot (its "outcome" says why figures are missing)."""
+    row = {"cell": cell, "kernel": boot.kernel, "release": boot.release, "config": boot.config,
+           "outcome": boot.result.outcome if boot.result else "not run"}
+    series = guest_samples(boot)
+    t0, _ = boot.mark("work_end")
+    t1, _ = boot.mark("end")
+    if not series or t0 is None or t1 is None:
+        row["outcome"] = f"{row['outcome']}, incomplete"
+        return row
+    minute = 60 * scale
+    row.update(_cache(boot, series, t0, minute, hot_mib))
+    row.update(_hot(series, t0, minute, hot_mib))
+    _, w = _after(series, t0)
+    first, last = series[0][1], series[-1][1]
+    row["psi_machine_us"] = last["psi_us"] - first["psi_us"]
+    row["psi_some_us"] = last["psi_wl_us"] - first["psi_wl_us"]
+    if w:
+        row["psi_some_after_work_us"] = last["psi_wl_us"] - w["psi_wl_us"]
+        row["refaults_after_work"] = last["refault"] - w["refault"]
+    row.update(_footprint(boot, t0, t1, minute))
+    row.update(_controller(boot))
+    return row
+
+
+def write_csv(out, rows):
+    with open(os.path.join(out, "cells.csv"), "w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=COLUMNS, extrasaction="ignore")
+        w.writeheader()
+        for r in rows:
+            w.writerow({k: ("" if r.get(k) is None else r.get(k)) for k in COLUMNS})
+
+
+def _v(r, key, spec="{:g}"):
+    v = r.get(key)
+    return "-" if v is None or v == "" else spec.format(v)
+
+
+def table(rows, cells, configs, kernels, head):
+    """Markdown: one row per cell x config x kernel, in the run's order."""
+    out = [head, "",
+           "| cell | kernel | config | cache at work end, MiB | bound, MiB | at bound after, min | cache at 5 min / end, MiB "
+           "| hot set read back after 2 min, MiB/min (% of it) | workload's PSI some, ms (after the work) "
+           "| footprint integral, MiB x min | trims / MiB / holds | DAMON reclaimed, MiB |",
+           "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    get = {(r["cell"], r["kernel"], r["config"]): r for r in rows}
+    for cell in cells:
+        for k in kernels:
+            for c in configs:
+                r = get.get((cell, k, c))
+                if r is None:
+                    continue
+                if "cache_end_mib" not in r:
+                    out.append(f"| {cell} | {r.get('release') or k} | {c} | {r['outcome']} |" + " |" * 8)
+                    continue
+                at = "never" if r.get("bound_min") is None else f"{r['bound_min']:.1f}"
+                hot = f"{_v(r, 'hot_read_mib_per_min', '{:.2f}')} ({_v(r, 'hot_read_pct_per_min', '{:.2f}')} %)"
+                after = r.get("psi_some_after_work_us")
+                psi = f"{r['psi_some_us'] / 1000:.1f} ({'-' if after is None else f'{after / 1000:.1f}'})"
+                ctl = f"{r['trims']} / {r['trimmed_mib']:.0f} / {r['trim_held']}" if r.get("trims") else "-"
+                out.append(f"| {cell} | {r.get('release') or k} | {c} | {_v(r, 'cache_work_end_mib', '{:.0f}')} | "
+                           f"{r['bound_mib']:.0f} | {at} | {_v(r, 'cache_5m_mib', '{:.0f}')} / {r['cache_end_mib']:.0f} | "
+                           f"{hot} | {psi} | {_v(r, 'footprint_mib_min', '{:.0f}')} | {ctl} | "
+                           f"{_v(r, 'damon_reclaimed_mib', '{:.0f}')} |")
+    return "\n".join(out) + "\n"

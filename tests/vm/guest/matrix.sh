@@ -1,0 +1,182 @@
+#!/bin/sh
+# One cell of the never-idle matrix (tests/bench/matrix.py, tests/vm/matrix_test.py).
+# The hard order: a background process (an editor, a language server) already runs and re-reads
+# its hot set periodically BEFORE and DURING the work that fills the cold cache, so the hot set
+# is older in the LRU than the cold cache; the work ends, the background process goes on.
+#   1. the controller starts (reclaimd with /etc/matrix/policy.yaml, or DAMON_RECLAIM, or none);
+#   2. the caches are dropped; the background process starts in BG_CGROUP: a burst of BURN_MS on
+#      the CPU every second, and a reader of HOT_FILE (read() or mmap) every HOT_PERIOD_MS;
+#   3. after WARM_MS the work runs in work.slice: it reads the cold files (file0..3) once, twice,
+#      or twice through mmap (COLD);
+#   4. OBSERVE_MS after the work's end, sampled every second; then everything stops.
+# Env: CONTROLLER (none | reclaimd | damon), COLD (once | twice | mmap), HOT_FILE, HOT_MODE
+# (read | mmap), HOT_PERIOD_MS, BG_CGROUP (work.slice | bg.slice | system.slice/editor.service),
+# BURN_MS (20), WARM_MS, OBSERVE_MS, DAMON_MIN_AGE_US.
+# Lines for the host:
+#   @@MARK hot_start | work_start | work_end | end   (lib.sh)
+#   @@SAMPLE t_ms=.. file_kib=.. hot_read=.. psi_us=.. psi_wl_us=.. refault=..
+#     file_kib: Active(file)+Inactive(file); hot_read: bytes the hot reader read from disk
+#     (/proc/PID/io read_bytes, its reaped children included); psi_us: /proc/pressure/memory
+#     "some" total (the machine's: reclaimd's own stall in memory.reclaim included); psi_wl_us:
+#     the same of the workload's cgroups (work.slice, and BG_CGROUP when apart); refault:
+#     workingset_refault_file
+#   @@DAMON key=value ...   what DAMON_RECLAIM was set to, and its figures at the end
+#   @@EXIT matrix code=..   reclaimd's exit status on SIGTERM (0 when there is none)
+# Sampling uses builtins only (lib.sh's rule).
+# shellcheck source=lib.sh
+. /test/lib.sh
+R=/sys/fs/cgroup
+BG_CGROUP=${BG_CGROUP:-work.slice}
+mkdir -p $R/work.slice $R/bg.slice $R/system.slice
+# system.slice as systemd sets it up: its units get the memory controller too.
+echo "+memory +cpu +io" >$R/system.slice/cgroup.subtree_control
+mkdir -p "$R/$BG_CGROUP"
+D=/sys/module/damon_reclaim/parameters
+
+# damon_on: DAMON_RECLAIM as a user has to switch it on. DAMON_STAT (on by default on 7.x)
+# holds DAMON's context and DAMON_RECLAIM then silently stays off; the free-memory watermarks
+# (by default active only while free memory is between 20 % and 40 %) are opened so that it
+# acts on a machine with free memory; min_age on the run's scale.
+damon_on() {
+	if [ ! -d $D ]; then
+		echo "@@DAMON available=0"
+		return
+	fi
+	[ -w /sys/module/damon_stat/parameters/enabled ] && echo N >/sys/module/damon_stat/parameters/enabled
+	echo 1000 >$D/wmarks_high
+	echo 999 >$D/wmarks_mid
+	echo 0 >$D/wmarks_low
+	echo "${DAMON_MIN_AGE_US:-120000000}" >$D/min_age
+	echo Y >$D/enabled
+	sleep 1
+	read -r _en <$D/enabled
+	_pid=-1
+	[ -r $D/kdamond_pid ] && read -r _pid <$D/kdamond_pid
+	echo "@@DAMON available=1 enabled=$_en kdamond_pid=$_pid min_age_us=$DAMON_MIN_AGE_US"
+}
+
+damon_figures() {
+	[ "$CONTROLLER" = damon ] && [ -d $D ] || return 0
+	_out="@@DAMON end=1"
+	for _k in nr_reclaim_tried_regions bytes_reclaim_tried_regions nr_reclaimed_regions \
+		bytes_reclaimed_regions nr_quota_exceeds kdamond_pid enabled; do
+		[ -r $D/$_k ] && read -r _v <$D/$_k && _out="$_out $_k=$_v"
+	done
+	echo "$_out"
+}
+
+# The background process: a burst on the CPU every second (it waits with builtins: a read
+# timing out on a FIFO nobody writes), and the hot set's reader; each moves itself to $1.
+mkfifo /tmp/never
+cat >/tmp/bg.sh <<EOF
+. /test/lib.sh
+echo \$\$ >$R/\$1/cgroup.procs
+while :; do
+	burn ${BURN_MS:-20}
+	read -r -t 1 _ <>/tmp/never
+done
+EOF
+_period_s=$((HOT_PERIOD_MS / 1000)).$(((HOT_PERIOD_MS % 1000) / 100))$(((HOT_PERIOD_MS % 100) / 10))
+if [ "${HOT_MODE:-read}" = mmap ]; then
+	cat >/tmp/hot.sh <<EOF
+echo \$\$ >$R/\$1/cgroup.procs
+exec /usr/bin/mtouch -p $HOT_PERIOD_MS $HOT_FILE
+EOF
+else
+	cat >/tmp/hot.sh <<EOF
+echo \$\$ >$R/\$1/cgroup.procs
+while :; do
+	cat $HOT_FILE >/dev/null
+	sleep $_period_s
+done
+EOF
+fi
+
+# hot_read: the hot reader's bytes read from disk so far (HOT_READ).
+hot_read() {
+	HOT_READ=0
+	while read -r _k _v; do
+		case $_k in
+		read_bytes:) HOT_READ=$_v ;;
+		esac
+	done <"/proc/$HOT/io"
+}
+
+sample() {
+	while read -r _k _v _; do
+		case $_k in
+		Active\(file\):) _af=$_v ;;
+		Inactive\(file\):) _if=$_v ;;
+		esac
+	done </proc/meminfo
+	while read -r _k _v; do
+		case $_k in
+		workingset_refault_file) _rf=$_v ;;
+		esac
+	done </proc/vmstat
+	read -r _ _ _ _ _t </proc/pressure/memory
+	read -r _ _ _ _ _w <$R/work.slice/memory.pressure
+	_w=${_w#total=}
+	if [ "$BG_CGROUP" != work.slice ]; then
+		read -r _ _ _ _ _b <"$R/$BG_CGROUP/memory.pressure"
+		_w=$((_w + ${_b#total=}))
+	fi
+	hot_read
+	now_ms
+	echo "@@SAMPLE t_ms=$NOW_MS file_kib=$((_af + _if)) hot_read=$HOT_READ psi_us=${_t#total=} psi_wl_us=$_w refault=$_rf"
+}
+
+# sleep_sampling MS: sample every second for MS ms.
+sleep_sampling() {
+	now_ms
+	_until=$((NOW_MS + $1))
+	while [ "$NOW_MS" -lt $_until ]; do
+		sample
+		sleep 1
+		now_ms
+	done
+}
+
+scenario matrix
+PID=
+case ${CONTROLLER:-none} in
+reclaimd)
+	reclaimd --config /etc/matrix/policy.yaml &
+	PID=$!
+	;;
+damon) damon_on ;;
+esac
+sync
+echo 3 >/proc/sys/vm/drop_caches
+mem start
+sh /tmp/bg.sh "$BG_CGROUP" &
+BG=$!
+sh /tmp/hot.sh "$BG_CGROUP" &
+HOT=$!
+mark hot_start
+sleep_sampling "${WARM_MS:-10000}"
+mark work_start
+case ${COLD:-twice} in
+once) sh -c "echo \$\$ >$R/work.slice/cgroup.procs && exec cat /data/file0 /data/file1 /data/file2 /data/file3" >/dev/null ;;
+mmap) sh -c "echo \$\$ >$R/work.slice/cgroup.procs && exec /usr/bin/mtouch -n 2 /data/file0 /data/file1 /data/file2 /data/file3" ;;
+*)
+	sh -c "echo \$\$ >$R/work.slice/cgroup.procs && exec cat /data/file0 /data/file1 /data/file2 /data/file3" >/dev/null
+	sh -c "echo \$\$ >$R/work.slice/cgroup.procs && exec cat /data/file0 /data/file1 /data/file2 /data/file3" >/dev/null
+	;;
+esac
+mark work_end
+mem work_end
+sleep_sampling "${OBSERVE_MS:-50000}"
+sample
+mark end
+mem end
+damon_figures
+_code=0
+if [ -n "$PID" ]; then
+	kill -TERM "$PID"
+	wait "$PID"
+	_code=$?
+fi
+kill "$BG" "$HOT"
+wait "$BG" "$HOT" 2>/dev/null
+echo "@@EXIT matrix code=$_code"
