@@ -24,6 +24,7 @@ import argparse
 import concurrent.futures
 import datetime
 import os
+import re
 import subprocess
 import sys
 import threading
@@ -103,6 +104,8 @@ def parse_configs(text, reclaimd):
     out = []
     for item in text.split():
         name, _, rest = item.partition("=")
+        if not re.fullmatch(r"[\w.+-]+", name):
+            raise ValueError(f"configuration {item!r}: a name of letters, digits and . _ + - before the '='")
         kind, _, binary = (rest or name).partition("@")
         if kind not in KINDS:
             raise ValueError(f"configuration {item!r}: unknown kind {kind!r} (one of {', '.join(KINDS)})")
@@ -138,8 +141,11 @@ def has_damon(kernel):
 def build_mtouch(out):
     """The guest's mmap toucher, compiled for the host's libc (the initramfs takes its deps)."""
     exe = os.path.join(out, "mtouch")
-    subprocess.run(["cc", "-O2", "-Wall", "-Werror", "-o", exe, os.path.join(VM_DIR, "guest", "mtouch.c")],
-                   check=True)
+    try:
+        subprocess.run(["cc", "-O2", "-Wall", "-Werror", "-o", exe, os.path.join(VM_DIR, "guest", "mtouch.c")],
+                       check=True)
+    except (OSError, subprocess.CalledProcessError) as e:
+        raise SystemExit(f"matrix: cannot build the guest's mmap toucher with cc: {e}")
     return exe
 
 
@@ -236,7 +242,10 @@ def parse_args(argv):
 def main(argv=None):
     a = parse_args(argv)
     cells, kern = a.cells.split(), a.kernels.split()
-    os.makedirs(a.out, exist_ok=True)
+    try:
+        os.makedirs(a.out, exist_ok=True)
+    except OSError as e:
+        raise SystemExit(f"matrix: cannot use --out {a.out}: {e}")
     started = datetime.datetime.now(datetime.timezone.utc)
     head = (f"Run {started:%Y-%m-%d %H:%M} UTC, scale {a.scale:.4g} (a minute is {60 * a.scale:g} s), "
             f"{a.minutes:g} minutes after the work, `tests/bench/matrix.py "

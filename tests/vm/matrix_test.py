@@ -85,7 +85,10 @@ def main(argv=None):
     a = p.parse_args(argv)
     out = a.log_dir or tempfile.mkdtemp(prefix=f"reclaimd-vm-matrix-{a.kernel}-")
     os.makedirs(out, exist_ok=True)
-    cfg = matrix.parse_configs("default", a.reclaimd)[0]
+    try:
+        cfg = matrix.parse_configs("default", a.reclaimd)[0]
+    except ValueError as e:
+        p.error(str(e))
     opts = types.SimpleNamespace(scale=SCALE, minutes=MINUTES, out=out, verbose=True)
     boot, row = matrix.run_boot(CELL, cfg, a.kernel, opts, matrix.build_mtouch(out))
     c = scenario.Checks(f"never-idle matrix, base cell, on {a.kernel}")

@@ -1,0 +1,102 @@
+#!/usr/bin/env python3
+"""The matrix's figures and configuration parsing on made-up boots (no VM): each figure from a
+timeline whose answer is known, and every bad --configs item refused with a message."""
+import os
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "vm"))
+sys.path.insert(0, HERE)
+import hostmon  # noqa: E402
+import matrix  # noqa: E402
+import matrixfig  # noqa: E402
+import scenario  # noqa: E402
+import vm  # noqa: E402
+from boots import Boot  # noqa: E402
+
+SCALE = 1 / 12
+MINUTE = 5.0
+
+
+def made_up_boot(cache_mib, hot_read_mib, psi_ms, config="default"):
+    """A boot whose work ends at t=100 and which ends at t=150; per-second samples from the
+    functions of (t - 100); QEMU's RSS 1000 MiB throughout."""
+    b = Boot("newest", config)
+    b.release = "7.2"
+    b.result = vm.Result(0, "ok", 0, 1, 10.0, 160.0, "/tmp")
+    b.lines.append((90.0, None, "@@MARK hot_start t_ms=1"))
+    for t in range(90, 151):
+        s = t - 100
+        b.lines.append((float(t), None, f"@@SAMPLE t_ms={t * 1000} file_kib={int(cache_mib(s) * 1024)} "
+                        f"hot_read={int(hot_read_mib(s) * 2**20)} psi_us={int(psi_ms(s) * 2000)} "
+                        f"psi_wl_us={int(psi_ms(s) * 1000)} refault={max(0, s)}"))
+        if t == 100:
+            b.lines.append((100.0, None, "@@MARK work_end t_ms=100000"))
+    b.lines.append((150.5, None, "@@MARK end t_ms=150500"))
+    b.lines.append((120.0, None, "ts info event=reclaim_step kind=trim freed_mib=4.0"))
+    b.lines.append((121.0, None, "ts info event=trim_held for_s=1800"))
+    b.lines.sort(key=lambda x: x[0])
+    b.samples = [hostmon.Sample(float(t), 1000 * 1024, 0, 0, 0, 0, 0, 0.0) for t in range(100, 151)]
+    return b
+
+
+def check_figures(c):
+    # 500 MiB until 3 minutes (15 s) after the work, then 200; the hot reader reads 2 MiB a
+    # minute from then on; the workload stalls 1 ms a second after the work.
+    b = made_up_boot(lambda s: 500 if s < 15 else 200, lambda s: 100 + max(0, s - 15) * 2 / MINUTE,
+                     lambda s: max(0, s))
+    r = matrixfig.figures(b, "base", SCALE, 100)
+    c.check(r["bound_min"] == 3.0, f"at the bound 3 minutes after the work ({r.get('bound_min')})")
+    c.check(r["cache_work_end_mib"] == 500 and r["cache_5m_mib"] == 200 and r["cache_end_mib"] == 200,
+            f"cache at the work's end / 5 min / end 500 / 200 / 200 ({r.get('cache_work_end_mib')} / "
+            f"{r.get('cache_5m_mib')} / {r.get('cache_end_mib')})")
+    c.check(abs(r["hot_read_mib_per_min"] - 2 * 35 / 40) < 0.01 and abs(r["hot_read_pct_per_min"] - 1.75) < 0.01,
+            f"hot set read from the 2nd minute: 14 MiB in 8 minutes ({r.get('hot_read_mib_per_min')} MiB/min, "
+            f"{r.get('hot_read_pct_per_min')} %)")
+    c.check(r["psi_some_after_work_us"] == 50000 and r["psi_machine_us"] == 100000,
+            f"stall after the work 50 ms, the machine's 100 ms ({r.get('psi_some_after_work_us')}, "
+            f"{r.get('psi_machine_us')})")
+    c.check(r["footprint_mib_min"] == 10000, f"1000 MiB for 10 minutes: 10000 MiB x min ({r.get('footprint_mib_min')})")
+    c.check((r["trims"], r["trimmed_mib"], r["trim_held"]) == (1, 4.0, 1), f"1 trim of 4 MiB, 1 hold ({r})")
+    never = matrixfig.figures(made_up_boot(lambda s: 500, lambda s: 100, lambda s: 0, "none"), "base", SCALE, 100)
+    c.check(never["bound_min"] is None and never["hot_read_mib_per_min"] == 0, f"never at the bound ({never})")
+    cut = made_up_boot(lambda s: 500, lambda s: 100, lambda s: 0, "seed-gradual")
+    cut.lines = [x for x in cut.lines if not x[2].startswith("@@MARK end")]
+    short = matrixfig.figures(cut, "base", SCALE, 100)
+    c.check("incomplete" in short["outcome"] and "bound_min" not in short, f"a boot cut short: no figures ({short})")
+    md = matrixfig.table([r, never, short, {"cell": "base", "kernel": "6.1", "config": "damon", "outcome": "n/a: x"}],
+                         ["base"], ["none", "seed-gradual", "default", "damon"], ["newest", "6.1"], "head")
+    c.check("| 3.0 |" in md and "| never |" in md and "n/a: x" in md and "incomplete" in md,
+            f"the table shows each row\n{md}")
+    with tempfile.TemporaryDirectory() as d:
+        matrixfig.write_csv(d, [r, never, short])
+        with open(os.path.join(d, "cells.csv")) as fh:
+            c.check(len(fh.read().splitlines()) == 4, "cells.csv: a header and three rows")
+
+
+def check_configs(c):
+    exe = sys.executable
+    got = matrix.parse_configs(f"none default damon new=default@{exe} seed-gradual", exe)
+    c.check([(x.name, x.kind, bool(x.binary)) for x in got] == [
+        ("none", "none", False), ("default", "default", True), ("damon", "damon", False),
+        ("new", "default", True), ("seed-gradual", "seed-gradual", True)], f"configurations parsed ({got})")
+    for bad, why in ((f"x=foo@{exe}", "unknown kind"), ("default", "no executable reclaimd"),
+                     (f"d=damon@{exe}", "runs no reclaimd"), ("none none", "given twice"), ("=default", "a name of"),
+                     ("new=default@/nonexistent/reclaimd", "no executable reclaimd")):
+        try:
+            matrix.parse_configs(bad, None)
+            c.check(False, f"{bad!r} refused")
+        except ValueError as e:
+            c.check(why in str(e), f"{bad!r} refused: {e}")
+
+
+def main():
+    c = scenario.Checks("matrix figures and configurations (no VM)")
+    check_figures(c)
+    check_configs(c)
+    return 0 if c.report() else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
