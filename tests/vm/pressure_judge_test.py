@@ -9,6 +9,7 @@ import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
+import canary  # noqa: E402
 import pressure_test  # noqa: E402
 import scenario  # noqa: E402
 
@@ -38,7 +39,7 @@ def timeline(stall_ms_per_s=1000, backoff=True, steps_during=False):
 
 def judged(on, off):
     c = scenario.Checks("pressure on test")
-    pressure_test.judge(c, "test", on, off)
+    pressure_test.judge(c, "test", on, off, canary.Canary([], True, 0.0))  # a punctual guest
     return c
 
 

@@ -43,9 +43,15 @@ fi
 # shellcheck source=/dev/null  # written by vm.py: export lines only
 . /etc/vm/env
 cd /
+# The punctuality canary (canary.c) times the vCPU beside the test; its records follow the
+# test's output, before the exit marker, for the host's deadline judgements (canary.py).
+/bin/vm-canary /run/canary.log &
+canary=$!
 echo "@@VM-START@@" >$out
 sh /test/run.sh </dev/null >$out 2>&1
 status=$?
+kill "$canary"
+while read -r a b c; do echo "@@CANARY $a $b $c"; done </run/canary.log >$out
 echo "@@VM-EXIT $status@@" >$out
 stty -F $out raw  # drain: wait until the host has every byte
 poweroff -f

@@ -1,0 +1,95 @@
+"""The guest's punctuality canary (guest/canary.c): its static binary, and the judgement of a
+guest-side deadline net of the time the guest lost to a starved vCPU over the same window.
+
+Under TCG the guest's clock follows the host's, but when the host does not run QEMU's vCPU
+thread nothing in the guest runs: every timer fires late, the daemon's like any other. The
+canary, a SCHED_FIFO task that sleeps 500 ms at a time, records each wake-up that came 5 ms or
+more late; guest/init.sh prints those records after the test as
+    @@CANARY # period_ms=500 late_ms=5 start_ms=<uptime ms>
+    @@CANARY <wake_ms> <late_ms>
+A stall that made the canary wake late_ms late occupied [wake_ms - late_ms, wake_ms]; the time
+lost over a window is the total overlap of those stalls with it. A deadline is met when the
+raw delay less that lost time is within the limit: a punctual daemon on a starved guest passes,
+a late daemon on a punctual guest fails.
+"""
+import hashlib
+import os
+import subprocess
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SOURCE = os.path.join(HERE, "guest", "canary.c")
+GUEST_PATH = "/bin/vm-canary"
+
+
+def binary(cache_dir):
+    """Path of the static canary built from SOURCE (cached by the source's hash)."""
+    with open(SOURCE, "rb") as f:
+        digest = hashlib.sha256(f.read()).hexdigest()[:16]
+    out = os.path.join(cache_dir, "canary", f"canary-{digest}")
+    if not os.path.exists(out):
+        os.makedirs(os.path.dirname(out), exist_ok=True)
+        tmp = f"{out}.{os.getpid()}.tmp"
+        cc = os.environ.get("CC_FOR_GUEST", "cc")
+        r = subprocess.run([cc, "-static", "-O2", "-s", "-Wall", "-Wextra", "-Werror", "-o", tmp, SOURCE],
+                           capture_output=True, text=True)
+        if r.returncode != 0:
+            raise RuntimeError(f"cannot build the guest canary with {cc} -static "
+                               f"(libc6-dev has libc.a): {r.stderr.strip()}")
+        os.replace(tmp, out)
+    return out
+
+
+class Canary:
+    """The canary's records from a run, and the host-to-guest clock offset that maps a window
+    stamped in host arrival time onto the guest's uptime."""
+
+    def __init__(self, stalls, started, offset):
+        self.stalls = stalls      # [(wake_ms, late_ms)] in guest uptime
+        self.started = started    # the canary ran (its header line arrived)
+        self.offset = offset      # host seconds - guest seconds, or None without a guest stamp
+
+    @classmethod
+    def of(cls, lines):
+        """From scenario.Line objects (Timeline.all): @@CANARY records, and the offset as the
+        smallest arrival-minus-uptime of the lines that carry a guest stamp (t_ms): a line
+        arrives after it was written, never before."""
+        stalls, started, offset = [], False, None
+        for l in lines:
+            if l.text.startswith("@@CANARY "):
+                parts = l.text.split()
+                if parts[1] == "#":
+                    started = started or any(p.startswith("period_ms=") for p in parts)
+                elif len(parts) == 3 and parts[1].isdigit() and parts[2].isdigit():
+                    stalls.append((int(parts[1]), int(parts[2])))
+            elif l.kind in ("mark", "mem", "exit") and str(l.f.get("t_ms", "")).isdigit() and l.f["t_ms"] != "0":
+                d = l.t - int(l.f["t_ms"]) / 1000
+                offset = d if offset is None else min(offset, d)
+        return cls(stalls, started, offset)
+
+    def lost_guest(self, start_ms, end_ms):
+        """(lost ms, late wake-ups, worst ms) over the guest-time window [start_ms, end_ms]."""
+        lost, n, worst = 0, 0, 0
+        for wake, late in self.stalls:
+            overlap = min(wake, end_ms) - max(wake - late, start_ms)
+            if overlap > 0:
+                lost, n, worst = lost + overlap, n + 1, max(worst, late)
+        return lost, n, worst
+
+    def lost_host(self, start, end):
+        """The same over a window in host arrival seconds; (0, 0, 0) without an offset."""
+        if self.offset is None:
+            return 0, 0, 0
+        return self.lost_guest((start - self.offset) * 1000, (end - self.offset) * 1000)
+
+
+def judge(c, what, delay, limit, canary, window, guest_clock=False):
+    """c.check that `delay` (s) less the time the guest lost over `window` (host seconds, or
+    guest ms with guest_clock) is at most `limit` (s); the raw figures go into the line."""
+    if not canary.started:
+        return c.check(False, f"{what} ({delay:+.3f} s raw; limit {limit:g} s): the guest's canary "
+                              f"records never arrived, so the guest's own lateness is unknown")
+    lost_ms, n, worst = (canary.lost_guest if guest_clock else canary.lost_host)(*window)
+    net = delay - lost_ms / 1000
+    return c.check(net <= limit, f"{what} ({delay:+.3f} s raw; the guest lost {lost_ms / 1000:.3f} s over the "
+                                 f"window, canary late {n} times, worst {worst} ms; net {net:+.3f} s; "
+                                 f"limit {limit:g} s)")
