@@ -8,7 +8,9 @@ disabled, SIGTERM mid-step) and asserts on the timeline it prints:
     the VM, so the probe allows it); cache ends at the floor within -10 %/+5 %;
   - dropcache: one drop per idle period, cache gone; disabled: nothing written;
   - SIGTERM while a step is written: the step stops, exit 0 within 1 s.
-Usage: foundation_test.py --kernel 6.12 --reclaimd build/controller/reclaimd [--grace 30]
+With --smoke the same boot first runs guest/smoke.sh (the harness and the kernel facts reclaimd
+relies on; smoke_test.py runs it alone), before reclaimd first starts.
+Usage: foundation_test.py --kernel 6.12 --reclaimd build/controller/reclaimd [--grace 30] [--smoke]
 """
 import argparse
 import os
@@ -132,6 +134,20 @@ def check_sigterm(c, s, grace, series, late):
     c.check(bool(s.events("stop")), "sigterm: stop logged")
 
 
+# apt-config: a dynamically linked C++ program (libstdc++, libsystemd) on every Debian, a
+# stand-in for reclaimd that proves the shared libraries are copied right (smoke.sh runs it).
+SMOKE_ADD = [(os.path.join(HERE, "guest", "smoke.sh"), "/test/smoke.sh"), ("/usr/bin/apt-config", "/opt/probe/apt-config")]
+
+
+def check_smoke(c, s):
+    ex = s.exit()
+    failed = [l.text for l in s.lines if l.text.startswith("FAIL")]
+    passed = [l for l in s.lines if l.text.startswith("PASS")]
+    c.check(ex is not None and ex.f.get("code") == "0" and not failed and passed,
+            f"smoke: the harness and kernel checks passed ({len(passed)} passed; exit "
+            f"{ex and ex.f.get('code')}; {'; '.join(failed) or 'no failures'})")
+
+
 CHECKS = {"gradual": check_gradual, "dropcache": check_dropcache, "disabled": check_disabled,
           "sigterm": check_sigterm}
 
@@ -142,16 +158,21 @@ def main(argv=None):
     p.add_argument("--reclaimd", required=True)
     p.add_argument("--grace", type=int, default=30)
     p.add_argument("--scenarios", default="gradual dropcache disabled sigterm")
+    p.add_argument("--smoke", action="store_true", help="run guest/smoke.sh first, in the same boot")
     p.add_argument("--log-dir")
     a = p.parse_args(argv)
     timeline = scenario.Timeline()
-    r = vm.run(os.path.join(HERE, "guest", "foundation.sh"), kernel=a.kernel,
-               add=[(a.reclaimd, "/usr/bin/reclaimd"), (os.path.join(HERE, "guest", "lib.sh"), "/test/lib.sh")],
-               data="3x100", env={"GRACE": str(a.grace), "SCENARIOS": a.scenarios}, timeout=600,
+    add = [(a.reclaimd, "/usr/bin/reclaimd"), (os.path.join(HERE, "guest", "lib.sh"), "/test/lib.sh")]
+    if a.smoke:
+        add += SMOKE_ADD
+    r = vm.run(os.path.join(HERE, "guest", "foundation.sh"), kernel=a.kernel, add=add, data="3x100",
+               env={"GRACE": str(a.grace), "SCENARIOS": a.scenarios}, timeout=600,
                log_dir=a.log_dir or f"/tmp/reclaimd-vm-foundation-{a.kernel}", on_line=timeline.add)
     c = scenario.Checks(f"foundation on {a.kernel}")
     c.check(r.code == 0, f"VM ran the scenarios ({r.outcome}, exit {r.code}, logs in {r.log_dir})")
     late = canary.Canary.of(timeline.all)
+    if a.smoke:
+        check_smoke(c, timeline.of("smoke"))
     for name in a.scenarios.split():
         CHECKS[name](c, timeline.of(name), a.grace, a.kernel, late)
     return 0 if c.report() else 1
