@@ -89,7 +89,7 @@ def main(argv=None):
         cfg = matrix.parse_configs("default", a.reclaimd)[0]
     except ValueError as e:
         p.error(str(e))
-    opts = types.SimpleNamespace(scale=SCALE, minutes=MINUTES, out=out, verbose=True)
+    opts = types.SimpleNamespace(scale=SCALE, minutes=MINUTES, out=out, verbose=True, reclaimd=a.reclaimd)
     boot, row = matrix.run_boot(CELL, cfg, a.kernel, opts, matrix.build_mtouch(out))
     c = scenario.Checks(f"never-idle matrix, base cell, on {a.kernel}")
     r = boot.result
