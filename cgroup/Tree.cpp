@@ -8,6 +8,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <new>
 
 namespace reclaimd::cgroup {
 
@@ -53,17 +54,31 @@ void markIncomplete(Tree& tree, int index, int err) {
   if (tree.incompleteErrno == 0) tree.incompleteErrno = err;
 }
 
-// Adds `e` below node `parentIndex` and returns its index; -1 at maxNodes, where the rest of the
-// parent's children are not looked at and the parent is marked incomplete.
-int addNode(Tree& tree, int parentIndex, const Entry& e, std::size_t maxNodes) {
-  if (tree.nodes.size() >= maxNodes) {
+// What one walk carries down: its limits, and the path of the directory being listed (one
+// buffer, extended and cut back as the walk goes down and up: no path is stored per node).
+struct Walk {
+  Tree& tree;
+  std::size_t maxNodes;
+  const Descend& descend;
+  std::string path;
+};
+
+// Adds `e` below node `parentIndex` (whose path is w.path) and returns its index; -1 at maxNodes,
+// where the rest of the parent's children are not looked at and the parent is marked incomplete,
+// and -1 past kMaxWalkPath, where the parent is marked incomplete (ENAMETOOLONG).
+int addNode(Walk& w, int parentIndex, const Entry& e) {
+  Tree& tree = w.tree;
+  if (tree.nodes.size() >= w.maxNodes) {
     tree.truncated = true;
     markIncomplete(tree, parentIndex, 0);
     return -1;
   }
-  const TreeNode& parent = tree.nodes[static_cast<std::size_t>(parentIndex)];
+  if (w.path.size() + 1 + e.name.size() > kMaxWalkPath) {
+    markIncomplete(tree, parentIndex, ENAMETOOLONG);
+    return -1;
+  }
   TreeNode node;
-  node.path = parent.path.empty() ? e.name : parent.path + "/" + e.name;
+  node.name = e.name;
   node.inode = e.inode;
   node.parent = parentIndex;
   const int childIndex = static_cast<int>(tree.nodes.size());
@@ -72,27 +87,40 @@ int addNode(Tree& tree, int parentIndex, const Entry& e, std::size_t maxNodes) {
   return childIndex;
 }
 
-// What one walk carries down: its limits.
-struct Walk {
-  Tree& tree;
-  std::size_t maxNodes;
-  const Descend& descend;
+// Extends w.path by one component for as long as it lives, and cuts it back after.
+class Descent {
+ public:
+  Descent(Walk& w, const std::string& name) : w_(w), size_(w.path.size()) {
+    if (!w.path.empty()) w.path += '/';
+    w.path += name;
+  }
+  ~Descent() { w_.path.resize(size_); }
+  Descent(const Descent&) = delete;
+  Descent& operator=(const Descent&) = delete;
+
+ private:
+  Walk& w_;
+  std::size_t size_;
 };
 
 void walkChildren(Walk& w, int fd, int index);
+
+// Whether the walk looks below the child `name` of the directory being listed.
+bool descendInto(Walk& w, const std::string& name) {
+  if (!w.descend) return true;
+  Descent child(w, name);
+  return w.descend(w.path);
+}
 
 // Adds the subdirectory `e` of directory `fd` (node `index`) and its subtree.
 void addChild(Walk& w, int fd, int index, const Entry& e) {
   Tree& tree = w.tree;
   // A cgroup below which nothing matters needs no fstatat, no open and no listing: the
   // directory entry says it is a directory and gives its inode.
-  if (e.type == DT_DIR && w.descend) {
-    const TreeNode& parent = tree.nodes[static_cast<std::size_t>(index)];
-    if (!w.descend(parent.path.empty() ? e.name : parent.path + "/" + e.name)) {
-      const int childIndex = addNode(tree, index, e, w.maxNodes);
-      if (childIndex >= 0) tree.nodes[static_cast<std::size_t>(childIndex)].unlisted = true;
-      return;
-    }
+  if (e.type == DT_DIR && !descendInto(w, e.name)) {
+    const int childIndex = addNode(w, index, e);
+    if (childIndex >= 0) tree.nodes[static_cast<std::size_t>(childIndex)].unlisted = true;
+    return;
   }
   // One fstatat says what an entry is and, for a directory, how many subdirectories it has:
   // kernfs (cgroupfs) and tmpfs keep st_nlink at 2 + subdirectories. Most cgroups are leaves,
@@ -106,7 +134,7 @@ void addChild(Walk& w, int fd, int index, const Entry& e) {
       ++tree.symlinks;
     } else {
       // A cgroup we cannot see into.
-      if (const int unseen = addNode(tree, index, e, w.maxNodes); unseen >= 0) markIncomplete(tree, unseen, err);
+      if (const int unseen = addNode(w, index, e); unseen >= 0) markIncomplete(tree, unseen, err);
     }
     return;
   }
@@ -115,9 +143,9 @@ void addChild(Walk& w, int fd, int index, const Entry& e) {
     return;
   }
   if (!S_ISDIR(st.st_mode)) return;
-  const int childIndex = addNode(tree, index, e, w.maxNodes);
+  const int childIndex = addNode(w, index, e);
   if (childIndex < 0) return;
-  if (w.descend && !w.descend(tree.nodes[static_cast<std::size_t>(childIndex)].path)) {
+  if (e.type != DT_DIR && !descendInto(w, e.name)) {
     tree.nodes[static_cast<std::size_t>(childIndex)].unlisted = true;  // d_type was DT_UNKNOWN
     return;
   }
@@ -137,6 +165,7 @@ void addChild(Walk& w, int fd, int index, const Entry& e) {
     return;
   }
   UniqueFd child(childFd);
+  Descent down(w, e.name);
   walkChildren(w, child.get(), childIndex);
 }
 
@@ -177,14 +206,36 @@ Result<Tree> walkTree(int rootFd, std::size_t maxNodes, const Descend& descend) 
   if (!inode) return inode.error();
   // The root's fd is kept across walks: rewind it.
   if (::lseek(rootFd, 0, SEEK_SET) < 0) return errnoError(errno, "read the cgroup root: lseek");
-  auto entries = listDir(rootFd);
-  if (!entries) return Error{entries.error().code, "read the cgroup root: " + entries.error().context};
-  TreeNode root;
-  root.inode = *inode;
-  tree.nodes.push_back(std::move(root));
-  Walk w{tree, maxNodes, descend};
-  addChildren(w, rootFd, 0, *entries);
+  try {
+    auto entries = listDir(rootFd);
+    if (!entries) return Error{entries.error().code, "read the cgroup root: " + entries.error().context};
+    TreeNode root;
+    root.inode = *inode;
+    tree.nodes.push_back(std::move(root));
+    Walk w{tree, maxNodes, descend, std::string()};
+    addChildren(w, rootFd, 0, *entries);
+  } catch (const std::bad_alloc&) {
+    // Under an address-space limit the walk ends with an error the caller logs and retries
+    // later, not with an exception that ends the daemon (and its restart into the same walk).
+    return errnoError(ENOMEM, "walk the cgroup tree");
+  }
   return tree;
+}
+
+std::string Tree::path(int index) const {
+  std::vector<const std::string*> names;
+  std::size_t size = 0;
+  for (int i = index; i > 0; i = nodes[static_cast<std::size_t>(i)].parent) {
+    names.push_back(&nodes[static_cast<std::size_t>(i)].name);
+    size += names.back()->size() + 1;
+  }
+  std::string out;
+  out.reserve(size);
+  for (auto it = names.rbegin(); it != names.rend(); ++it) {
+    if (!out.empty()) out += '/';
+    out += **it;
+  }
+  return out;
 }
 
 Result<UniqueFd> openCgroupDir(int rootFd, std::string_view path) {

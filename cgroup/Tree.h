@@ -19,7 +19,10 @@
 namespace reclaimd::cgroup {
 
 struct TreeNode {
-  std::string path;         // relative to the root: "" for the root, "system.slice/cron.service"
+  // The last component of the cgroup's path ("cron.service"; "" for the root): the path is built on
+  // demand (Tree::path), so a tree holds at most 255 bytes of name per node whatever its depth,
+  // where whole paths cost the sum of their lengths (a deep chain: depth squared).
+  std::string name;
   std::uint64_t inode = 0;  // the cgroup's identity: a cgroup made again under the same name is new
   int parent = -1;          // index of the parent node; -1 for the root
   std::vector<int> children;
@@ -37,7 +40,17 @@ struct Tree {
   bool truncated = false;       // stopped at maxNodes (the node it stopped in is incomplete)
   std::size_t incomplete = 0;   // nodes marked incomplete
   int incompleteErrno = 0;      // the first errno that cut the walk (0: only maxNodes did)
+
+  // The path of node `index` relative to the root ("" for the root, "system.slice/cron.service").
+  std::string path(int index) const;
+  std::string path(std::size_t index) const { return path(static_cast<int>(index)); }
 };
+
+// The longest path (relative to the root) the walk goes to: PATH_MAX, the longest path the kernel
+// resolves in one call (an openat2 of a deeper cgroup's cpu.stat fails with ENAMETOOLONG). A cgroup
+// whose path would be longer is not added, and its parent is incomplete (errno ENAMETOOLONG), so
+// a chain of nested cgroups costs a walk at most this many bytes of path per node it holds.
+inline constexpr std::size_t kMaxWalkPath = 4096;
 
 // Whether the walk must look below the cgroup at `path` (relative): false when nothing there could
 // change a decision (no rule can match a descendant), so a 10,000-cgroup tree whose rules name
@@ -45,7 +58,7 @@ struct Tree {
 using Descend = std::function<bool(std::string_view path)>;
 
 // Walks every cgroup below the directory `rootFd` (and below a cgroup only where `descend` says). Only a failure to
-// read the root itself is an error; anything below that vanishes mid-walk (ENOENT/ENODEV) is skipped and counted, and a
+// read the root itself is an error (and running out of memory: ENOMEM, never an exception); anything below that vanishes mid-walk (ENOENT/ENODEV) is skipped and counted, and a
 // directory that cannot be opened or listed for any other reason (EMFILE, ENFILE, EACCES...)
 // is kept as an incomplete node: its subtree is unknown, not gone.
 Result<Tree> walkTree(int rootFd, std::size_t maxNodes = 1'000'000, const Descend& descend = {});

@@ -50,13 +50,15 @@ bool Engine::walk(TimePoint now, Sensors& in) {
     std::vector<int> ruleOf(tree->nodes.size());
     for (std::size_t i = 0; i < tree->nodes.size(); ++i) {
       // Pre-order: the parent's rule is known; a cgroup no rule matches inherits it.
-      const int own = policies::governingRule(policy_.rules, tree->nodes[i].path);
+      const int own = policies::governingRule(policy_.rules, tree->path(i));
       const int parent = tree->nodes[i].parent;
       ruleOf[i] = own >= 0 || parent < 0 ? own : ruleOf[static_cast<std::size_t>(parent)];
     }
     for (const TargetSpec& spec : decompose(*tree, ruleOf)) {
       const cgroup::TreeNode& node = tree->nodes[static_cast<std::size_t>(spec.node)];
-      adopt(next, old, node.path, node.inode, policy_.governance(spec.rule, node.path.empty()), now);
+      std::string path = tree->path(spec.node);
+      const bool root = node.parent < 0;
+      adopt(next, old, std::move(path), node.inode, policy_.governance(spec.rule, root), now);
     }
     const auto unlisted =
         std::count_if(tree->nodes.begin(), tree->nodes.end(), [](const cgroup::TreeNode& n) { return n.unlisted; });

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <new>
 #include <string>
 #include <vector>
 
@@ -62,24 +63,27 @@ Result<nanoseconds> readUsage(int fd, const std::string& path) {
 // Adds what `node`'s open cpu.stat says (or, for an error other than "gone", marks the scan
 // incomplete). The inode is the walk's: a cgroup replaced between the walk and this read is
 // read under its old inode, which the ranking takes as a counter reset (counted from zero).
-void add(const cgroup::TreeNode& node, Result<nanoseconds> usage, CgroupCpuScan& scan) {
+void add(const cgroup::TreeNode& node, std::string path, Result<nanoseconds> usage, CgroupCpuScan& scan) {
   if (!usage) {
     if (!cgroup::cgroupGone(usage.error())) scan.complete = false;
     return;
   }
-  scan.cgroups.push_back(CgroupCpu{node.path, node.inode, *usage});
+  scan.cgroups.push_back(CgroupCpu{std::move(path), node.inode, *usage});
 }
 
 void scanBeneath(int rootFd, const cgroup::Tree& tree, CgroupCpuScan& scan) {
-  for (const cgroup::TreeNode& node : tree.nodes) {
-    UniqueFd fd(openBeneath(rootFd, node.path));
+  for (std::size_t i = 0; i < tree.nodes.size(); ++i) {
+    const cgroup::TreeNode& node = tree.nodes[i];
+    std::string path = tree.path(i);
+    UniqueFd fd(openBeneath(rootFd, path));
     if (!fd) {
       // ENOENT/ENODEV: gone since the walk. ELOOP/EXDEV (a symlink or a mount planted since),
       // EAGAIN (a rename raced the lookup), EMFILE, EACCES: unread.
-      add(node, errnoError(errno, "open " + node.path + "/cpu.stat"), scan);
+      add(node, path, errnoError(errno, "open " + path + "/cpu.stat"), scan);
       continue;
     }
-    add(node, readUsage(fd.get(), node.path), scan);
+    auto usage = readUsage(fd.get(), path);
+    add(node, std::move(path), std::move(usage), scan);
   }
 }
 
@@ -103,16 +107,16 @@ void scanByChain(int rootFd, const cgroup::Tree& tree, CgroupCpuScan& scan) {
     if (node.parent >= 0) {
       const int parentFd = chain.empty() ? -1 : chain.back().fd;
       if (parentFd >= 0) {
-        const std::size_t slash = node.path.rfind('/');
-        const std::string name = slash == std::string::npos ? node.path : node.path.substr(slash + 1);
-        open.owned = UniqueFd(::openat(parentFd, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-        if (!open.owned) add(node, errnoError(errno, "open " + node.path), scan);
+        open.owned = UniqueFd(::openat(parentFd, node.name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+        if (!open.owned) add(node, "", errnoError(errno, "open " + node.name), scan);
       }
       open.fd = open.owned.get();
     }
     if (open.fd >= 0) {
+      std::string path = tree.path(i);
       auto file = openRegular(open.fd, cgroup::kCpuStat, O_RDONLY | O_NONBLOCK);
-      add(node, file ? readUsage(file->get(), node.path) : Result<nanoseconds>(file.error()), scan);
+      auto usage = file ? readUsage(file->get(), path) : Result<nanoseconds>(file.error());
+      add(node, std::move(path), std::move(usage), scan);
     }
     chain.push_back(std::move(open));
   }
@@ -120,7 +124,7 @@ void scanByChain(int rootFd, const cgroup::Tree& tree, CgroupCpuScan& scan) {
 
 }  // namespace
 
-Result<CgroupCpuScan> scanCgroupCpu(int rootFd, std::size_t maxCgroups, ScanOpens opens) {
+Result<CgroupCpuScan> scanCgroupCpu(int rootFd, std::size_t maxCgroups, ScanOpens opens) try {
   auto tree = cgroup::walkTree(rootFd, maxCgroups);
   if (!tree) return tree.error();
   CgroupCpuScan scan;
@@ -133,6 +137,8 @@ Result<CgroupCpuScan> scanCgroupCpu(int rootFd, std::size_t maxCgroups, ScanOpen
     scanBeneath(rootFd, *tree, scan);
   }
   return scan;
+} catch (const std::bad_alloc&) {
+  return errnoError(ENOMEM, "scan the cgroups' CPU");
 }
 
 }  // namespace reclaimd::controller

@@ -126,7 +126,7 @@ Result<cgroup::Tree> SimMachine::tree(const cgroup::Descend& descend) {
   // std::map orders "a" < "a/b" < "a/c" < "b": pre-order, parents first.
   for (const auto& [path, c] : cgroups_) {
     cgroup::TreeNode n;
-    n.path = path;
+    n.name = path.substr(path.rfind('/') + 1);
     n.inode = c.inode;
     if (!path.empty()) {
       auto parent = index.find(parentOf(path));

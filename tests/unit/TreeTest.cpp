@@ -27,8 +27,8 @@ void cg(testing::Fixture& fx, const std::string& path) {
 
 std::vector<std::string> paths(const cgroup::Tree& t) {
   std::vector<std::string> out;
-  for (const auto& n : t.nodes)
-    out.push_back(n.path);
+  for (std::size_t i = 0; i < t.nodes.size(); ++i)
+    out.push_back(t.path(i));
   return out;
 }
 
@@ -103,10 +103,12 @@ TEST(Tree, ListsBelowACgroupOnlyWhereToldTo) {
   std::sort(got.begin(), got.end());
   EXPECT_EQ(got, (std::vector<std::string>{"", "kubepods.slice", "kubepods.slice/pod1", "kubepods.slice/pod2",
                                            "system.slice"}));
-  for (const auto& n : tree->nodes) {
-    const bool leafByRule = n.path == "system.slice" || n.path.starts_with("kubepods.slice/");
-    EXPECT_EQ(n.unlisted, leafByRule) << n.path;
-    EXPECT_NE(n.inode, 0u) << n.path << ": the entry's inode, as a listing gives it";
+  for (std::size_t i = 0; i < tree->nodes.size(); ++i) {
+    const cgroup::TreeNode& n = tree->nodes[i];
+    const std::string path = tree->path(i);
+    const bool leafByRule = path == "system.slice" || path.starts_with("kubepods.slice/");
+    EXPECT_EQ(n.unlisted, leafByRule) << path;
+    EXPECT_NE(n.inode, 0u) << path << ": the entry's inode, as a listing gives it";
     if (n.unlisted) {
       EXPECT_TRUE(n.children.empty());
       EXPECT_FALSE(n.incomplete) << "unlisted is not unknown";
@@ -131,22 +133,22 @@ struct Scene {
       const std::string parentPath = slash == std::string::npos ? "" : path.substr(0, slash);
       int parent = 0;
       for (std::size_t i = 0; i < tree.nodes.size(); ++i) {
-        if (tree.nodes[i].path == parentPath) parent = static_cast<int>(i);
+        if (tree.path(i) == parentPath) parent = static_cast<int>(i);
       }
       cgroup::TreeNode n;
-      n.path = path;
+      n.name = path.substr(slash == std::string::npos ? 0 : slash + 1);
       n.parent = parent;
       tree.nodes[static_cast<std::size_t>(parent)].children.push_back(static_cast<int>(tree.nodes.size()));
       tree.nodes.push_back(n);
     }
-    for (const auto& n : tree.nodes)
-      ruleOf.push_back(policies::inheritedRule(policy.rules, n.path));
+    for (std::size_t i = 0; i < tree.nodes.size(); ++i)
+      ruleOf.push_back(policies::inheritedRule(policy.rules, tree.path(i)));
   }
 
   std::vector<std::string> targets() const {
     std::vector<std::string> out;
     for (const TargetSpec& t : decompose(tree, ruleOf)) {
-      out.push_back(tree.nodes[static_cast<std::size_t>(t.node)].path + "@" + std::to_string(t.rule));
+      out.push_back(tree.path(t.node) + "@" + std::to_string(t.rule));
     }
     return out;
   }
@@ -209,8 +211,8 @@ TEST(Decompose, SubtreeUnderOneRuleIsOneTarget) {
 
 // Marks `path`'s node incomplete, as the walk does when it cannot list it.
 void cutAt(Scene& s, const std::string& path) {
-  for (auto& n : s.tree.nodes) {
-    if (n.path == path) n.incomplete = true;
+  for (std::size_t i = 0; i < s.tree.nodes.size(); ++i) {
+    if (s.tree.path(i) == path) s.tree.nodes[i].incomplete = true;
   }
 }
 
@@ -254,11 +256,11 @@ std::vector<std::string> fixtureTargets(const cgroup::Tree& tree, const char* ya
   auto policy = policies::parsePolicy(yaml, "walk.yaml");
   EXPECT_TRUE(policy.ok());
   std::vector<int> ruleOf;
-  for (const auto& n : tree.nodes)
-    ruleOf.push_back(policies::inheritedRule(policy->rules, n.path));
+  for (std::size_t i = 0; i < tree.nodes.size(); ++i)
+    ruleOf.push_back(policies::inheritedRule(policy->rules, tree.path(i)));
   std::vector<std::string> out;
   for (const TargetSpec& t : decompose(tree, ruleOf))
-    out.push_back(tree.nodes[static_cast<std::size_t>(t.node)].path);
+    out.push_back(tree.path(t.node));
   return out;
 }
 
@@ -281,8 +283,8 @@ TEST(Tree, OutOfFdsIsIncompleteNotVanished) {
   auto got = paths(*tree);
   ASSERT_NE(std::find(got.begin(), got.end(), "app.slice/svc"), got.end());
   EXPECT_EQ(std::find(got.begin(), got.end(), "app.slice/svc/protected"), got.end()) << "not seen";
-  for (const auto& n : tree->nodes)
-    EXPECT_EQ(n.incomplete, n.path == "app.slice/svc") << n.path;
+  for (std::size_t i = 0; i < tree->nodes.size(); ++i)
+    EXPECT_EQ(tree->nodes[i].incomplete, tree->path(i) == "app.slice/svc") << tree->path(i);
   // The protected cgroup below the cut is inside no target: not the root, not app.slice, not svc.
   const auto targets = fixtureTargets(*tree, "rules:\n  - match: app.slice/svc/protected\n    mode: disabled\n");
   EXPECT_EQ(targets, (std::vector<std::string>{"other.slice"}));
