@@ -4,6 +4,7 @@
 
 #include <bit>
 #include <cstring>
+#include <optional>
 
 namespace reclaimd::policies {
 
@@ -26,6 +27,65 @@ bool componentMatches(const std::string& pattern, bool literal, std::string_view
     return fnmatch(pattern.c_str(), buffer, FNM_NOESCAPE) == 0;
   }
   return fnmatch(pattern.c_str(), std::string(name).c_str(), FNM_NOESCAPE) == 0;
+}
+
+bool knownClass(std::string_view name) {
+  for (std::string_view known :
+       {"alnum", "alpha", "blank", "cntrl", "digit", "graph", "lower", "print", "punct", "space", "upper", "xdigit"}) {
+    if (name == known) return true;
+  }
+  return false;
+}
+
+// The end of the bracket expression opening at `open` in `c` (the index of its ']'), or what is
+// wrong with it. fnmatch takes an unclosed '[' as a literal character, an unknown class as no
+// match and a reversed range as matching nothing: each would make a rule govern other cgroups
+// than its text suggests, so each is refused. `at` is the component's offset in the pattern, to
+// give positions in the text the user wrote (counted from 1).
+Result<std::size_t> bracketEnd(std::string_view c, std::size_t open, std::size_t at) {
+  const auto where = [&](std::size_t i) { return " at position " + std::to_string(at + i + 1); };
+  std::optional<Error> wrong;  // said only when the expression is closed: else it is no expression
+  std::size_t i = open + 1;
+  if (i < c.size() && (c[i] == '!' || c[i] == '^')) ++i;
+  if (i < c.size() && c[i] == ']') ++i;  // a ']' first is a member, not the end
+  for (; i < c.size() && c[i] != ']'; ++i) {
+    if (c[i] == '[' && i + 1 < c.size() && (c[i + 1] == ':' || c[i + 1] == '=' || c[i + 1] == '.')) {
+      const char kind = c[i + 1];
+      const std::size_t close = c.find(std::string{kind, ']'}, i + 2);
+      if (close == std::string_view::npos) return invalidError("unclosed \"[" + std::string(1, kind) + "\"" + where(i));
+      if (kind == ':' && !knownClass(c.substr(i + 2, close - i - 2)) && !wrong)
+        wrong = invalidError("unknown character class \"" + std::string(c.substr(i, close + 2 - i)) + "\"" + where(i));
+      i = close + 1;
+      continue;
+    }
+    if (i + 2 < c.size() && c[i + 1] == '-' && c[i + 2] != ']') {
+      if (static_cast<unsigned char>(c[i]) > static_cast<unsigned char>(c[i + 2]) && !wrong) {
+        wrong = invalidError("the range \"" + std::string(c.substr(i, 3)) + "\"" + where(i) +
+                             " is empty (its ends are reversed)");
+      }
+      i += 2;  // the range's end is not the start of another
+    }
+  }
+  if (i >= c.size()) {
+    return invalidError("unclosed '['" + where(open) + " (it would match a literal '['; write \"[[]\" for one)");
+  }
+  if (wrong) return *wrong;
+  return i;
+}
+
+// A glob component's brackets are all closed and well formed, and no ']' stands outside one.
+Result<void> checkGlob(std::string_view c, std::size_t at) {
+  for (std::size_t i = 0; i < c.size(); ++i) {
+    if (c[i] == ']') {
+      return invalidError("']' at position " + std::to_string(at + i + 1) +
+                          " closes no '[' (write \"[]]\" for a literal ']')");
+    }
+    if (c[i] != '[') continue;
+    auto end = bracketEnd(c, i, at);
+    if (!end) return end.error();
+    i = *end;
+  }
+  return {};
 }
 
 }  // namespace
@@ -72,6 +132,8 @@ Result<Pattern> Pattern::parse(std::string_view text) {
       if (!p.components_.empty() && p.components_.back().kind == Kind::AnyDepth) continue;
       p.components_.push_back({Kind::AnyDepth, std::string(component)});
     } else if (hasWildcard(component)) {
+      const auto at = static_cast<std::size_t>(component.data() - text.data());
+      if (auto ok = checkGlob(component, at); !ok) return fail(ok.error().context);
       p.exact_ = false;
       const bool onlyWildcards = component.find_first_not_of("*?") == std::string_view::npos;
       (onlyWildcards ? p.specificity_.single : p.specificity_.partial)++;

@@ -1,6 +1,9 @@
 // The pattern compiler: a compiled pattern keeps its text and compiles again to the same
 // pattern; an exact pattern matches its own text (and not its children); every pattern
-// matches a path built from it (each "**" dropped, '*' and '?' filled with a letter).
+// matches a path built from it (each "**" dropped, '*' and '?' filled with a letter, a bracket
+// expression with a character fnmatch says it holds: an accepted bracket is closed and not empty).
+#include <fnmatch.h>
+
 #include <optional>
 #include <string>
 
@@ -11,16 +14,53 @@ namespace {
 
 using namespace reclaimd::policies;
 
-// A cgroup path `pattern` must match. None for brackets and backslashes, whose meaning the
-// witness would have to re-implement (the exact-text property covers backslashes).
+// The end (its ']') of the bracket expression opening at `open` of an accepted component.
+std::size_t bracketEnd(std::string_view c, std::size_t open) {
+  std::size_t i = open + 1;
+  if (i < c.size() && (c[i] == '!' || c[i] == '^')) ++i;
+  if (i < c.size() && c[i] == ']') ++i;
+  while (i < c.size() && c[i] != ']') {
+    if (c[i] == '[' && i + 1 < c.size() && (c[i + 1] == ':' || c[i + 1] == '=' || c[i + 1] == '.')) {
+      i = c.find(std::string{c[i + 1], ']'}, i + 2) + 2;
+    } else {
+      ++i;
+    }
+  }
+  return i;
+}
+
+// A character the bracket expression `expr` ("[...]") matches, as fnmatch sees it: an accepted
+// pattern has none that matches nothing (a rule that could never govern anything).
+std::optional<char> member(const std::string& expr) {
+  for (int b = 1; b < 256; ++b) {
+    const char name[2] = {static_cast<char>(b), '\0'};
+    if (b != '/' && fnmatch(expr.c_str(), name, FNM_NOESCAPE) == 0) return static_cast<char>(b);
+  }
+  return std::nullopt;
+}
+
+// A cgroup path `pattern` must match. None for backslashes, whose meaning the witness would
+// have to re-implement (the exact-text property covers backslashes).
 std::optional<std::string> witness(std::string_view pattern) {
-  if (pattern.find_first_of("[\\") != std::string_view::npos) return std::nullopt;
+  if (pattern.find('\\') != std::string_view::npos) return std::nullopt;
   std::string path;
   for (std::string_view component : splitPath(pattern)) {
     if (component == "**") continue;  // zero components
     if (!path.empty()) path += '/';
-    for (char c : component)
+    const bool glob = component.find_first_of("*?[") != std::string_view::npos;
+    for (std::size_t i = 0; i < component.size(); ++i) {
+      const char c = component[i];
+      if (glob && c == '[') {
+        const std::size_t end = bracketEnd(component, i);
+        FUZZ_CHECK(end < component.size(), "an accepted '[' is closed");
+        const auto m = member(std::string(component.substr(i, end + 1 - i)));
+        FUZZ_CHECK(m.has_value(), "an accepted bracket expression matches some character");
+        path += *m;
+        i = end;
+        continue;
+      }
       path += c == '*' ? 'w' : c == '?' ? 'q' : c;
+    }
   }
   return path;
 }
