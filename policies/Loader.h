@@ -60,16 +60,19 @@ Result<Policy> parsePolicyBounded(const std::vector<PolicyText>& files);
 
 // Reads one policy file: symlinks are followed (a Kubernetes ConfigMap's files are symlinks), but
 // it is opened O_NONBLOCK and refused unless it is a regular file, so a FIFO cannot block a
-// reload. Errors: the open/read errno with the path; Errc::Invalid for a file that is not
-// regular or is larger than kMaxPolicyBytes.
-Result<std::string> readPolicyText(const std::string& path);
+// reload. Errors: the open/read errno with the path; Errc::Invalid, before anything is read, for
+// a file that is not regular, not root's (nor the caller's), writable by its group or others
+// (as sudo and systemd refuse such files), or larger than `budget` (what the policy and its
+// drop-ins have left of kMaxPolicyBytes).
+Result<std::string> readPolicyText(const std::string& path, std::size_t budget = kMaxPolicyBytes);
 
 // The drop-in directory of a main file: "/etc/reclaimd/policy.yaml" -> "/etc/reclaimd/policy.d".
 std::string dropInDirectory(const std::string& mainPath);
 
 // Reads the main file and then its drop-ins (*.yaml in dropInDirectory, names not starting with
 // '.', lexical order). A missing directory means no drop-ins. Errors: readPolicyText's, the
-// directory's errno, or Errc::Invalid past kMaxDropIns.
+// directory's errno, or Errc::Invalid past kMaxDropIns or for a directory that is not sticky
+// and is not root's or is writable by its group or others.
 Result<std::vector<PolicyText>> readPolicyFiles(const std::string& mainPath);
 
 // readPolicyFiles then parsePolicyFiles, in process and unbounded: for tests. `--config`, a
