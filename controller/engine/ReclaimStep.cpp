@@ -58,7 +58,7 @@ StepOutcome runStep(const StepLimits& limits, const Measure& measure, const Chun
     const std::uint64_t was = out.after;
     auto now = measure();
     if (now) out.after = *now;
-    const auto freed = static_cast<std::int64_t>(was) - static_cast<std::int64_t>(out.after);
+    const std::int64_t freed = saturatingDifference(was, out.after);
     if (report) report(ask, w, freed);
     // Only a full chunk says how this kernel overshoots; EAGAIN means it ran out instead.
     if (w.status == cgroup::ReclaimStatus::Done && freed > 0) {

@@ -13,6 +13,7 @@
 #include <functional>
 #include <optional>
 
+#include "base/Checked.h"
 #include "cgroup/Reclaim.h"
 
 namespace reclaimd::controller {
@@ -54,7 +55,7 @@ struct StepOutcome {
   StepEnd end = StepEnd::Asked;
   double overshoot = 0;  // as learned by the end of this step (0: still unknown)
 
-  std::int64_t freed() const { return static_cast<std::int64_t>(before) - static_cast<std::int64_t>(after); }
+  std::int64_t freed() const { return saturatingDifference(before, after); }
 };
 
 // Called after each chunk with its request, its result and what it freed.

@@ -1,5 +1,7 @@
 #include "controller/engine/Refault.h"
 
+#include "base/Checked.h"
+
 namespace reclaimd::controller {
 
 namespace {
@@ -53,7 +55,7 @@ std::optional<RefaultJump> RefaultGuard::check(TimePoint at, std::uint64_t refau
   const double seen = counted - static_cast<double>(watch_->base);
   std::optional<RefaultJump> jump;
   if (seen - expected > static_cast<double>(config_.limitPages))
-    jump = RefaultJump{static_cast<std::uint64_t>(seen - expected), watch_->rateBefore,
+    jump = RefaultJump{saturatingCount(seen - expected), watch_->rateBefore,
                        elapsed > 0 ? seen / elapsed : seen};
   if (jump || at >= end) watch_.reset();  // one alarm per step; a window without one ends quietly
   return jump;
