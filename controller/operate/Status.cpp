@@ -85,7 +85,7 @@ std::string formatStatus(const Status& s) {
   line("mode", s.effectiveMode + (s.effectiveMode == "gradual" ? " (" + s.format + ")" : "") +
                    (s.dryRun ? ", dry run" : "") +
                    (s.effectiveMode != s.requestedMode ? ", policy asks " + s.requestedMode : ""));
-  line("reason", s.reason);
+  line("reason", printable(s.reason));
   line("uptime", formatDuration(std::chrono::seconds(static_cast<long>(s.uptimeSeconds))));
   line("machine", fmt::format("{} ({}), {} idle periods", s.idleState, busyText(s), s.idlePeriods));
   if (s.idleState != "idle" && !s.busyCgroups.empty())
@@ -105,7 +105,7 @@ std::string formatStatus(const Status& s) {
     line("quiet units",
          fmt::format("{} taken while the machine was busy, {} freed", s.unitsTaken, formatBytes(s.unitReclaimedBytes)));
   if (s.dryRun) line("would reclaim", fmt::format("{} in {} steps", formatBytes(s.wouldReclaimBytes), s.wouldSteps));
-  if (!s.lastAction.empty()) line("last action", s.lastAction);
+  if (!s.lastAction.empty()) line("last action", printable(s.lastAction));
   for (const ScopeStatus& p : s.pressure) {
     out += fmt::format("pressure {}: {}{}, {} events, {} backoffs, step x{}\n", printable(p.scope), p.watch,
                        p.backedOff ? ", BACKED OFF" : "", p.events, p.backoffs, p.stepScale);
@@ -116,7 +116,7 @@ std::string formatStatus(const Status& s) {
         printable(t.rule), t.mode, t.idle ? "idle" : "not idle", t.backedOff ? ", backed off" : "",
         formatBytes(t.floorBytes), formatBytes(t.reclaimableBytes), formatBytes(t.reclaimedBytes), t.steps,
         s.dryRun ? fmt::format(", would reclaim {} in {} steps", formatBytes(t.wouldReclaimBytes), t.wouldSteps) : "",
-        t.lastAction.empty() ? "" : ", last: " + t.lastAction);
+        t.lastAction.empty() ? "" : ", last: " + printable(t.lastAction));
   }
   return out;
 }

@@ -143,6 +143,19 @@ TEST(StatusText, WarmupDryRunAndCountdown) {
 }
 
 TEST(StatusJson, RoundTrip) {
+TEST(StatusText, TheLastActionsTextCannotForgeLines) {
+  Status s = sample();
+  s.lastAction = "reclaimed 4MiB from evil\nmode: disabled";
+  s.reason = "probe\rsaid";
+  s.targets[0].lastAction = "step on x\ntarget forged: rule none";
+  const std::string t = formatStatus(s);
+  EXPECT_NE(t.find("last action: reclaimed 4MiB from evil\\x0amode: disabled"), std::string::npos) << t;
+  EXPECT_NE(t.find("last: step on x\\x0atarget forged"), std::string::npos) << t;
+  EXPECT_NE(t.find("reason: probe\\x0dsaid"), std::string::npos) << t;
+  for (const char* forged : {"\nmode: disabled", "\ntarget forged", "\r"})
+    EXPECT_EQ(t.find(forged), std::string::npos) << "forged by a name: " << forged << "\n" << t;
+}
+
   const Status s = sample();
   const std::string j = formatStatusJson(s);
   EXPECT_NE(j.find("\"busy_ratio\": 0.432"), std::string::npos) << j;
