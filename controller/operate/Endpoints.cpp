@@ -27,6 +27,11 @@ namespace {
 constexpr std::size_t kMaxStatusConnections = 4;
 constexpr std::size_t kMaxHttpConnections = 16;
 constexpr std::size_t kMaxRequest = 8192;
+// Connections taken per wakeup of a listener: the rest wait in the backlog (the listener stays
+// ready, so the loop comes back to them) while a SIGTERM, a turn or a pressure event is served
+// in between. A scrape and `reclaimd status` are one connection each.
+constexpr int kMaxAcceptsPerWakeup = 4;
+constexpr auto kRefusedLogPeriod = 10s;
 constexpr auto kMetricsFilePeriod = 10s;  // node_exporter scrapes every 15 s by default
 
 void add(int epollFd, int fd, std::uint32_t events) {
@@ -74,16 +79,29 @@ int endpointsExitCode(const Error& error) {
 }
 
 Endpoints::~Endpoints() {
+  [[maybe_unused]] auto ignored = finish();
+}
+
+void Endpoints::stop() {
+  if (auto ok = finish(); !ok) {
+    spdlog::warn("event=metrics_file_failed path={} error=\"{}\"", options_.metricsFile, ok.error().message());
+  }
+}
+
+Result<void> Endpoints::finish() {
+  if (stopped_) return {};
+  stopped_ = true;
   struct stat st {};
   // Only our own socket: never one that replaced it since.
   if (statusListen_ && ::lstat(options_.statusSocket.c_str(), &st) == 0 && st.st_ino == statusInode_) {
     ::unlink(options_.statusSocket.c_str());
   }
-  if (metricsWritten_ && !options_.metricsFile.empty()) {
-    if (auto ok = writeFileAtomically(options_.metricsFile, markStopped(lastMetrics_)); !ok) {
-      spdlog::warn("event=metrics_file_failed path={} error=\"{}\"", options_.metricsFile, ok.error().message());
-    }
+  if (!metricsWritten_ || options_.metricsFile.empty()) return {};
+  auto ok = writeFileAtomically(options_.metricsFile, markStopped(lastMetrics_));
+  if (!ok && ::unlink(options_.metricsFile.c_str()) == 0) {
+    return Error{ok.error().code, ok.error().context + " (the old file was removed: it said reclaimd_up 1)"};
   }
+  return ok;
 }
 
 Result<void> Endpoints::open(const EndpointOptions& options) {
@@ -154,11 +172,21 @@ void Endpoints::handle(int fd, TimePoint now) {
   arm(now);
 }
 
+void Endpoints::newTurn() {
+  statusCache_.reset();
+  metricsCache_.reset();
+}
+
+const std::string& Endpoints::rendered(const Render& render, std::optional<std::string>& cache) {
+  if (!cache) cache = render ? render() : std::string();
+  return *cache;
+}
+
 void Endpoints::accept(int listenFd, bool http, TimePoint now) {
-  for (;;) {
+  for (int taken = 0; taken < kMaxAcceptsPerWakeup; ++taken) {
     UniqueFd fd(::accept4(listenFd, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC));
     if (!fd) return;
-    if (!admit(fd.get(), http)) continue;
+    if (!admit(fd.get(), http, now)) continue;
     Connection c;
     c.http = http;
     c.since = now;
@@ -171,19 +199,19 @@ void Endpoints::accept(int listenFd, bool http, TimePoint now) {
     } else {
       add(conns_.get(), raw, EPOLLOUT);
       // No request: connecting asks for the status.
-      respond(added, status_ ? status_() : std::string());
+      respond(added, rendered(status_, statusCache_));
     }
   }
 }
 
 // Whether a new connection gets a slot: a status peer must be root (or our own user); a full
 // budget drops its oldest connection, so holding connections open never locks others out.
-bool Endpoints::admit(int fd, bool http) {
+bool Endpoints::admit(int fd, bool http, TimePoint now) {
   if (!http) {
     ucred cred{};
     socklen_t len = sizeof cred;
     if (::getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0 || (cred.uid != 0 && cred.uid != ::geteuid())) {
-      spdlog::warn("event=status_refused uid={} pid={}", cred.uid, cred.pid);
+      refused(cred.uid, cred.pid, now);
       return false;
     }
   }
@@ -197,6 +225,16 @@ bool Endpoints::admit(int fd, bool http) {
   }
   if (used >= budget && oldest != connections_.end()) close(oldest->first);
   return true;
+}
+
+// One line per kRefusedLogPeriod at most, with how many were refused since the last: whoever can
+// reach the socket can connect in a loop, and must not fill the journal.
+void Endpoints::refused(uid_t uid, pid_t pid, TimePoint now) {
+  ++refusedUnsaid_;
+  if (refusedSaid_ && now - *refusedSaid_ < kRefusedLogPeriod) return;
+  spdlog::warn("event=status_refused uid={} pid={} refused={}", uid, pid, refusedUnsaid_);
+  refusedSaid_ = now;
+  refusedUnsaid_ = 0;
 }
 
 void Endpoints::onConnections() {
@@ -236,7 +274,7 @@ void Endpoints::onReadable(Connection& c) {
     return;                        // else wait for the whole header block
   }
   const HttpRequest& r = **request;
-  respond(c, httpResponse(r, wantsMetrics(r) && metrics_ ? metrics_() : std::string()));
+  respond(c, httpResponse(r, wantsMetrics(r) ? rendered(metrics_, metricsCache_) : std::string()));
 }
 
 void Endpoints::respond(Connection& c, std::string out) {

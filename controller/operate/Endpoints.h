@@ -10,9 +10,13 @@
 // `reclaimd status`, and a new scrape evicts the oldest idle client rather than being refused.
 #pragma once
 
+#include <sys/types.h>
+
 #include <chrono>
+#include <cstdint>
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -45,9 +49,14 @@ class Endpoints {
   Endpoints() = default;
   Endpoints(const Endpoints&) = delete;
   Endpoints& operator=(const Endpoints&) = delete;
-  // Removes the status socket if it is still ours, and marks the metrics file stopped
-  // (`reclaimd_up 0`) so a stale file is not read as a running daemon.
+  // What stop() does, if it was not called, without a log line (logging may be shut down).
   ~Endpoints();
+
+  // Removes the status socket if it is still ours, and marks the metrics file stopped
+  // (`reclaimd_up 0`) so a stale file is not read as a running daemon; where that write fails
+  // the old file (`reclaimd_up 1`) is removed rather than left saying the daemon runs. Logs a
+  // failure: call it while logging is up. Only the first call does anything.
+  void stop();
 
   // Binds what the options ask for. Errors: checkStatusSocket's, bind/listen errnos with the
   // path or address (endpointsExitCode maps them to exit codes).
@@ -59,6 +68,10 @@ class Endpoints {
   std::vector<int> fds() const;
   // Serves whatever is ready on `fd` (one of fds()); never blocks.
   void handle(int fd, TimePoint now);
+
+  // A turn has run: what the answers say may have changed. Until the next one, every client
+  // gets the same rendering (a flood of scrapes costs one rendering per turn, not one each).
+  void newTurn();
 
   // Writes the metrics file when its period has passed since the last write (or `force`).
   void writeMetricsFile(const Render& metrics, TimePoint now, bool force = false);
@@ -74,7 +87,8 @@ class Endpoints {
     TimePoint since{};
   };
   void accept(int listenFd, bool http, TimePoint now);
-  bool admit(int fd, bool http);
+  bool admit(int fd, bool http, TimePoint now);
+  void refused(uid_t uid, pid_t pid, TimePoint now);
   void onConnections();
   void onReadable(Connection& c);
   void respond(Connection& c, std::string out);
@@ -82,8 +96,14 @@ class Endpoints {
   void close(int fd);
   void expire(TimePoint now);
   void arm(TimePoint now);
+  Result<void> finish();
+  const std::string& rendered(const Render& render, std::optional<std::string>& cache);
 
   EndpointOptions options_;
+  bool stopped_ = false;
+  std::optional<std::string> statusCache_, metricsCache_;
+  std::optional<TimePoint> refusedSaid_;
+  std::uint64_t refusedUnsaid_ = 0;
   Render status_, metrics_;
   UniqueFd conns_, timer_, statusListen_, httpListen_;
   ino_t statusInode_ = 0;

@@ -3,6 +3,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "base/Units.h"
@@ -73,7 +74,11 @@ Result<std::optional<HttpRequest>> parseHttpRequest(std::string_view in) {
   if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
   const std::size_t sp1 = line.find(' ');
   const std::size_t sp2 = sp1 == std::string_view::npos ? sp1 : line.find(' ', sp1 + 1);
-  if (sp1 == 0 || sp2 == std::string_view::npos || sp2 == sp1 + 1 || line.substr(sp2 + 1).rfind("HTTP/", 0) != 0) {
+  // A request line is printable ASCII (RFC 9112: a target is percent-encoded): a control byte or
+  // a raw non-ASCII byte in a method or a target is not a request to answer.
+  const bool control = std::any_of(line.begin(), line.end(), [](char c) { return c < 0x20 || c == 0x7f; });
+  if (control || sp1 == 0 || sp2 == std::string_view::npos || sp2 == sp1 + 1 ||
+      line.substr(sp2 + 1).rfind("HTTP/", 0) != 0) {
     return parseError("HTTP request line");
   }
   return std::optional<HttpRequest>{

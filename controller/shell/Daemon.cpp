@@ -179,7 +179,8 @@ int Daemon::run() {
     emit(Event(Severity::Error, "loop_failed").add("error", looped.error().message()));
     exitCode_ = kExitFailure;
   }
-  notifier_.stopping();  // the endpoints' last metrics (reclaimd_up 0) are written as they close
+  notifier_.stopping();
+  endpoints_.stop();  // the last metrics (reclaimd_up 0), logged while the log is up
   return exitCode_;
 }
 
@@ -233,6 +234,7 @@ void Daemon::turn() {
   flushEvents();
   notifier_.watchdog(now);
   if (notifier_.enabled()) notifier_.status(statusLine());
+  endpoints_.newTurn();
   endpoints_.writeMetricsFile([this] { return formatMetrics(snapshot(true)); }, now);
   TimePoint wake = plan.wake;
   // systemd's watchdog is pinged from the turn: never sleep past its deadline.

@@ -35,7 +35,8 @@ TEST(Http, RequestLines) {
     EXPECT_EQ((*r)->method, c.method);
     EXPECT_EQ((*r)->target, c.target);
   }
-  for (const char* bad : {"GET\r\n\r\n", "GET /metrics\r\n\r\n", " /metrics HTTP/1.1\r\n\r\n", "GET  HTTP/1.1\n\n"}) {
+  for (const char* bad : {"GET\r\n\r\n", "GET /metrics\r\n\r\n", " /metrics HTTP/1.1\r\n\r\n", "GET  HTTP/1.1\n\n",
+                          "GET /met\rrics HTTP/1.1\n\n", "G\x01T /metrics HTTP/1.1\n\n", "GET /m\x7f HTTP/1.1\n\n"}) {
     EXPECT_FALSE(parseHttpRequest(bad).ok()) << bad;
   }
 }
@@ -142,7 +143,6 @@ TEST(StatusText, WarmupDryRunAndCountdown) {
   EXPECT_EQ(t.find("a\nb"), std::string::npos) << "a newline in a cgroup name cannot forge a line";
 }
 
-TEST(StatusJson, RoundTrip) {
 TEST(StatusText, TheLastActionsTextCannotForgeLines) {
   Status s = sample();
   s.lastAction = "reclaimed 4MiB from evil\nmode: disabled";
@@ -156,6 +156,7 @@ TEST(StatusText, TheLastActionsTextCannotForgeLines) {
     EXPECT_EQ(t.find(forged), std::string::npos) << "forged by a name: " << forged << "\n" << t;
 }
 
+TEST(StatusJson, RoundTrip) {
   const Status s = sample();
   const std::string j = formatStatusJson(s);
   EXPECT_NE(j.find("\"busy_ratio\": 0.432"), std::string::npos) << j;
