@@ -1,8 +1,12 @@
 #include "cgroup/Cgroup.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
+
+#include <cerrno>
 
 #include "cgroup/ControlFiles.h"
+#include "cgroup/Reclaim.h"
 #include "cgroup/Tree.h"
 
 namespace reclaimd::cgroup {
@@ -18,7 +22,16 @@ Result<Cgroup> Cgroup::open(int rootFd, std::string path) {
 Result<std::string_view> Cgroup::readKept(std::optional<KeptFile>& file, const char* name) {
   if (!file) {
     auto opened = KeptFile::open(dir_.get(), name, label() + "/" + name);
-    if (!opened) return opened.error();
+    if (!opened) {
+      // A removed cgroup's directory holds nothing; one that still has cgroup.controllers is
+      // there, without the controller that makes `name` (not in its parent's subtree_control).
+      struct stat st {};
+      if (cgroupGone(opened.error()) && ::fstatat(dir_.get(), kControllers, &st, AT_SYMLINK_NOFOLLOW) == 0) {
+        return errnoError(EOPNOTSUPP, label() + ": no " + name +
+                                          ": its controller is not enabled here (the parent's cgroup.subtree_control)");
+      }
+      return opened.error();
+    }
     file = std::move(*opened);
   }
   auto text = file->read();

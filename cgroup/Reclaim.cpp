@@ -30,6 +30,10 @@ bool cgroupGone(const Error& error) {
          (error.code.value() == ENOENT || error.code.value() == ENODEV);
 }
 
+bool controllerMissing(const Error& error) {
+  return error.code.category() == std::generic_category() && error.code.value() == EOPNOTSUPP;
+}
+
 ReclaimStatus classifyReclaimErrno(int err) {
   switch (err) {
     case 0: return ReclaimStatus::Done;

@@ -39,6 +39,9 @@ ReclaimStatus classifyReclaimErrno(int err);
 // files): skip it quietly.
 bool cgroupGone(const Error& error);
 const char* toString(ReclaimStatus status);
+// The cgroup is there but the file its controller makes is not (EOPNOTSUPP from Cgroup's
+// readers): nothing to read or reclaim there until the parent enables the controller.
+bool controllerMissing(const Error& error);
 
 struct ReclaimWrite {
   ReclaimStatus status = ReclaimStatus::Done;

@@ -40,6 +40,7 @@ class Backoff {
   // When reclaim may resume if no more pressure comes.
   TimePoint resumeAt() const { return lastPressure_ + config_.calm; }
   void reconfigure(BackoffConfig config) { config_ = config; }
+  const BackoffConfig& config() const { return config_; }
 
  private:
   BackoffConfig config_;

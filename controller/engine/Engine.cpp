@@ -43,9 +43,14 @@ void Engine::setPolicy(policies::Policy policy) {
   compact_ = policy_.reclaim.compact && caps_.compactMemory;
   // Targets keep their state; the next walk re-resolves their rules. Their scopes take the new
   // settings as they are made again.
+  // A backoff in progress outlives the scopes: the calm period is the machine's, not the file's.
   lastWalk_.reset();
-  for (TargetState& t : targets_)
+  heldScopes_.clear();
+  for (TargetState& t : targets_) {
+    if (t.scope) heldScopes_.emplace(t.path, std::move(*t.scope));
     t.scope.reset();
+  }
+  std::optional<Scope> machine = std::move(machineScope_);
   machineScope_.reset();
   ++scopesVersion_;
   if (!policy_.pressure.enabled) {
@@ -56,6 +61,7 @@ void Engine::setPolicy(policies::Policy policy) {
     return;
   }
   machineScope_.emplace("machine", policy_.pressure);
+  if (machine) machineScope_->inherit(*machine);
 }
 
 // Detectors for the idle settings that rules use beyond the machine's; history is kept for

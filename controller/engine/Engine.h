@@ -17,6 +17,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "base/Clock.h"
@@ -127,7 +128,7 @@ class Engine {
   // Changes whenever scopes() would answer differently.
   std::uint64_t scopesVersion() const { return scopesVersion_; }
   // How the shell watches scope `id` (after opening its file).
-  void setWatch(ScopeId id, Watch watch, std::string why);
+  void setWatch(ScopeId id, Watch watch, std::string why, bool gone = false);
   // A PSI trigger fired on `id` (or its cgroup was removed: `gone`).
   void pressureEvent(ScopeId id, bool gone, TimePoint now, Sensors& in);
 
@@ -172,6 +173,7 @@ class Engine {
   void measureTargets(TimePoint now, Sensors& in, const proc::Meminfo& mem);
   void targetGone(TargetState& t);
   void readFailed(TargetState& t, const Error& error);
+  void unaccounted(TargetState& t, const Error& error);
   TargetState* find(std::uint32_t id);
 
   // EngineGradual.cpp: the pass.
@@ -236,6 +238,12 @@ class Engine {
   std::uint32_t nextId_ = 1;                // 0 is the machine's scope
   std::optional<TimePoint> lastWalk_;
   std::optional<Scope> machineScope_;
+  // The cgroups said to lack the memory controller (cleared past kMaxUnaccountedSaid: a tree
+  // whose containers come and go must not grow it without end).
+  static constexpr std::size_t kMaxUnaccountedSaid = 4096;
+  std::unordered_set<std::string> unaccountedSaid_;
+  // The targets' scopes before a reload, by path, until their scopes are made again.
+  std::unordered_map<std::string, Scope> heldScopes_;
   bool cgroupPollingSaid_ = false;
   std::optional<TimePoint> restUntil_;  // at the floors: the next measurement (kRecheckAtFloor)
   std::uint64_t scopesVersion_ = 1;

@@ -12,6 +12,10 @@ using namespace std::chrono;
 void Engine::ensureScope(TargetState& t) {
   if (t.scope || t.isRoot() || t.gone || !t.gov.pressure.enabled) return;
   t.scope.emplace(t.label(), t.gov.pressure);
+  if (auto held = heldScopes_.find(t.path); held != heldScopes_.end()) {
+    t.scope->inherit(held->second);
+    heldScopes_.erase(held);
+  }
   ++scopesVersion_;
 }
 
@@ -30,13 +34,23 @@ std::vector<Engine::ScopeView> Engine::scopes() const {
   return out;
 }
 
-void Engine::setWatch(ScopeId id, Watch watch, std::string why) {
+void Engine::setWatch(ScopeId id, Watch watch, std::string why, bool gone) {
   Scope* scope = scopeById(id);
   if (!scope) return;
   scope->setWatch(watch, why);
   if (id != kMachineScope) {
     if (watch == Watch::Polling && !std::exchange(cgroupPollingSaid_, true))
       emit(Severity::Warn, "pressure_watch").add("scope", "cgroups").add("mode", "polling").add("reason", why);
+    if (watch == Watch::Off && !gone) {
+      // This target's reclaim no longer stops on its own pressure: worth a line (per cgroup,
+      // so the event log's per-cgroup limit holds a tree of them).
+      emit(Severity::Warn, "pressure_watch")
+          .add("scope", scope->label())
+          .add("cgroup", scope->label())
+          .add("mode", "off")
+          .add("reason", why);
+      return;
+    }
     emit(Severity::Debug, "pressure_watch")
         .add("scope", scope->label())
         .add("mode", toString(watch))

@@ -122,10 +122,24 @@ void Engine::targetGone(TargetState& t) {
 // A cgroup file that could not be read: the cgroup left (quietly), or a warning (rate-limited by
 // the shell's event log: a tree of thousands can fail together).
 void Engine::readFailed(TargetState& t, const Error& error) {
-  if (cgroup::cgroupGone(error))
+  if (cgroup::cgroupGone(error)) {
     targetGone(t);
-  else
+  } else if (cgroup::controllerMissing(error)) {
+    unaccounted(t, error);
+  } else {
     emit(Severity::Warn, "sample_skipped").add("cgroup", t.label()).add("error", error.message());
+  }
+}
+
+// A cgroup without the memory controller is not gone: walking again would find it as it is.
+// It is left out until the next periodic walk (which sees whether the controller came), and
+// said once per cgroup, not once per turn.
+void Engine::unaccounted(TargetState& t, const Error& error) {
+  t.gone = true;
+  t.measured.reset();
+  if (unaccountedSaid_.size() >= kMaxUnaccountedSaid) unaccountedSaid_.clear();
+  if (!unaccountedSaid_.insert(t.path).second) return;
+  emit(Severity::Warn, "cgroup_unaccounted").add("cgroup", t.label()).add("error", error.message());
 }
 
 void Engine::sampleCgroupCpu(TimePoint now, Sensors& in) {

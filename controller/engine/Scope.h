@@ -59,6 +59,15 @@ class Scope {
   bool measured() const { return meter_.covers(spec_.window); }
   Backoff& backoff() { return backoff_; }
   const Backoff& backoff() const { return backoff_; }
+  // Takes over `old`'s backoff (under this scope's settings) and counters: a scope made again
+  // for a new policy keeps a backoff in progress, so a reload never ends its calm period.
+  void inherit(const Scope& old) {
+    const BackoffConfig config = backoff_.config();
+    backoff_ = old.backoff_;
+    backoff_.reconfigure(config);
+    events = old.events;
+    backoffs = old.backoffs;
+  }
   std::uint64_t events = 0;    // trigger events seen
   std::uint64_t backoffs = 0;  // backoffs begun
 

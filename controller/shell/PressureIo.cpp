@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "cgroup/ControlFiles.h"
+#include "cgroup/Reclaim.h"
 
 namespace reclaimd::controller {
 
@@ -24,9 +25,9 @@ psi::Source PressureIo::openMachine(const psi::TriggerSpec& spec, Tracker* track
   return source;
 }
 
-void PressureIo::watch(Engine& engine, ScopeId id, psi::Source& source, std::string how) {
+void PressureIo::watch(Engine& engine, ScopeId id, psi::Source& source, std::string how, bool gone) {
   if (!source.readable()) {
-    engine.setWatch(id, Watch::Off, source.why());
+    engine.setWatch(id, Watch::Off, source.why(), gone);
     return;
   }
   if (source.triggerFd() >= 0) {
@@ -52,18 +53,21 @@ void PressureIo::sync(Engine& engine, Tracker* tracker) {
     if (sources_.count(s.id)) continue;
     std::string how;
     psi::Source source;
+    bool gone = false;  // a cgroup removed meanwhile: no warning, the walk drops its target
     if (s.id == kMachineScope) {
       source = openMachine(s.trigger, tracker, how);
     } else if (tracker) {
       auto cg = tracker->open(CgroupRef{s.cgroupPath, s.inode});
-      if (cg)
+      if (cg) {
         source = psi::Source::open((*cg)->dirFd(), cgroup::kMemoryPressure, s.trigger);
-      else
+      } else {
         source.dropTrigger(cg.error().message());
+        gone = cgroup::cgroupGone(cg.error());
+      }
       how = s.cgroupPath + "/memory.pressure";
     }
     auto [placed, inserted] = sources_.emplace(s.id, std::move(source));
-    watch(engine, s.id, placed->second, std::move(how));
+    watch(engine, s.id, placed->second, std::move(how), gone);
   }
 }
 

@@ -30,7 +30,7 @@ class PressureIo {
 
  private:
   psi::Source openMachine(const psi::TriggerSpec& spec, Tracker* tracker, std::string& how);
-  void watch(Engine& engine, ScopeId id, psi::Source& source, std::string how);
+  void watch(Engine& engine, ScopeId id, psi::Source& source, std::string how, bool gone = false);
 
   std::string procRoot_;
   std::map<ScopeId, psi::Source> sources_;

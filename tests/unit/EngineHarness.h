@@ -34,6 +34,11 @@ class EngineHarness : public ::testing::Test {
   std::vector<Write> writesSince(std::size_t from) const;
   // The machine stalls half the time, its PSI trigger fires, and 2 s pass: one backoff.
   void stallTheMachine();
+  // What SIGHUP does: the engine takes `policy`, and the shell watches every scope afresh.
+  void reload(policies::Policy policy) {
+    engine_->setPolicy(std::move(policy));
+    watched_.clear();
+  }
   double mib(const std::string& value) const { return std::stod(value); }
 
   ManualClock clock_;
