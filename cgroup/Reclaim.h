@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "base/Files.h"
 #include "base/Result.h"
@@ -38,15 +39,22 @@ ReclaimStatus classifyReclaimErrno(int err);
 // True for the errors that mean "this cgroup was removed" (ENOENT, ENODEV from any of its
 // files): skip it quietly.
 bool cgroupGone(const Error& error);
-const char* toString(ReclaimStatus status);
 // The cgroup is there but the file its controller makes is not (EOPNOTSUPP from Cgroup's
 // readers): nothing to read or reclaim there until the parent enables the controller.
 bool controllerMissing(const Error& error);
+const char* toString(ReclaimStatus status);
 
 struct ReclaimWrite {
+  ReclaimWrite() = default;
+  ReclaimWrite(ReclaimStatus s, int e, std::chrono::nanoseconds t, std::string what = {})
+      : status(s), err(e), took(t), error(std::move(what)) {}
+
   ReclaimStatus status = ReclaimStatus::Done;
   int err = 0;
   std::chrono::nanoseconds took{0};
+  // What failed when the file could not be opened, in words ("refused app.slice/memory.reclaim:
+  // a symlink"): a refusal has no errno of its own. Empty otherwise.
+  std::string error;
 };
 
 // A cgroup's memory.reclaim, kept open for the cgroup's life.

@@ -42,9 +42,18 @@ void addPaths(CLI::App* cmd, RunOptions& o) {
   cmd->add_option("--proc-root", o.procRoot, "where procfs is mounted (tests point this at a fixture)")
       ->type_name("DIR")
       ->capture_default_str();
+  // An empty value would read as "not given" and fall back to the mount table: refused, as any
+  // other --cgroup-root that names no cgroup2 root.
+  const CLI::Validator nonEmpty(
+      [](std::string& v) {
+        return v.empty() ? std::string("an empty path names no cgroup2 root (leave the option out to find it)")
+                         : std::string();
+      },
+      "", "not empty");
   cmd->add_option("--cgroup-root", o.cgroupRoot,
                   "the cgroup2 root (default: found in /proc/self/mountinfo; given: must be a cgroup2 root)")
-      ->type_name("DIR");
+      ->type_name("DIR")
+      ->check(nonEmpty);
   cmd->add_option("-c,--config", o.config, "YAML policy file (default: the built-in policy)")->type_name("FILE");
 }
 

@@ -172,9 +172,9 @@ StepFollowUp Engine::stepEnded(const PlannedShare& share, const StepOutcome& ste
       .ms("took_ms", step.took)
       .add("end", toString(step.end));
   if (pressed) e.add("stopped_by", "pressure");
-  e.add("status", toString(step.status))
-      .add("errno", step.err)
-      .mib("reclaimable_before_mib", step.before)
+  e.add("status", toString(step.status)).add("errno", step.err);
+  if (!step.error.empty()) e.add("error", step.error);
+  e.mib("reclaimable_before_mib", step.before)
       .mib("reclaimable_after_mib", step.after)
       .mib("floor_mib", share.trim ? share.floor : t->floor());
   if (share.trim && step.freed() > 0) {

@@ -55,6 +55,7 @@ StepOutcome runStep(const StepLimits& limits, const Measure& measure, const Chun
     out.took += w.took;
     out.status = w.status;
     out.err = w.err;
+    out.error = w.error;
     const std::uint64_t was = out.after;
     auto now = measure();
     if (now) out.after = *now;

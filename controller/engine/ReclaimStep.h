@@ -51,6 +51,7 @@ struct StepOutcome {
   int chunks = 0;
   cgroup::ReclaimStatus status = cgroup::ReclaimStatus::Done;  // of the last chunk
   int err = 0;                                                 // of the last chunk
+  std::string error;                                           // of the last chunk (ReclaimWrite)
   std::chrono::nanoseconds took{0};                            // time spent in writes
   StepEnd end = StepEnd::Asked;
   double overshoot = 0;  // as learned by the end of this step (0: still unknown)

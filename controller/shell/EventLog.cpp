@@ -37,6 +37,9 @@ bool EventLog::allow(const Event& e, TimePoint now) {
 
 void EventLog::write(const Events& events, TimePoint now) {
   for (const Event& e : events) {
+    // An event below the log level is never written: it must not spend the budget of the ones
+    // that are (debug chunk lines made warnings say lines were suppressed that nobody asked for).
+    if (!logs(e.severity())) continue;
     if (limited(e) && !allow(e, now)) continue;
     emit(e);
   }

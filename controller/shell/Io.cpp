@@ -82,8 +82,11 @@ Result<CgroupCpuScan> SystemSensors::cgroupCpuScan() {
 
 cgroup::ReclaimWrite SystemActuator::reclaim(const CgroupRef& ref, std::uint64_t bytes, cgroup::ReclaimFormat format) {
   auto fail = [](const Error& e) {
-    const int err = e.code.category() == std::generic_category() ? e.code.value() : EIO;
-    return cgroup::ReclaimWrite{cgroup::classifyReclaimErrno(err), err, nanoseconds(0)};
+    // A refused file (a symlink planted as memory.reclaim) has no errno: it fails as what it is.
+    if (e.code.category() != std::generic_category())
+      return cgroup::ReclaimWrite{cgroup::ReclaimStatus::Failed, 0, nanoseconds(0), e.message()};
+    const int err = e.code.value();
+    return cgroup::ReclaimWrite{cgroup::classifyReclaimErrno(err), err, nanoseconds(0), e.message()};
   };
   if (!tracker_) return fail(errnoError(ENOENT, "no cgroup tree in use"));
   auto cg = tracker_->open(ref);

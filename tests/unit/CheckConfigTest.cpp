@@ -91,6 +91,15 @@ TEST(CheckConfig, HelpNamesWhatEachOptionTakes) {
 
 // A proc root whose pressure file is a plain file: a trigger cannot be registered there, and the
 // probe says which one it tried.
+TEST(CheckConfig, AnEmptyCgroupRootIsRefusedNotTakenAsNotGiven) {
+  Fixture fx;
+  for (const char* command : {"run", "probe"}) {
+    auto [code, out] = runCommand({RECLAIMD_BINARY, command, "--cgroup-root", "", "--proc-root", fx.path("proc")});
+    EXPECT_EQ(code, 64) << command << "\n" << out;
+    EXPECT_NE(out.find("an empty path names no cgroup2 root"), std::string::npos) << command << "\n" << out;
+  }
+}
+
 TEST(ProbeTrigger, TriesThePolicysTriggerNotAFixedOne) {
   Fixture fx;
   fx.write("proc/pressure/memory",

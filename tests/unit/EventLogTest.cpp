@@ -77,5 +77,19 @@ TEST(EventLog, MachineWideEventsAndStepsAreNeverLimited) {
   EXPECT_EQ(log.count("log_suppressed"), 0);
 }
 
+TEST(EventLog, EventsBelowTheLogLevelSpendNoBudget) {
+  CapturedLog log;  // at info
+  EventLog events;
+  const TimePoint t0{};
+  Events chunks;
+  for (int i = 0; i < 500; ++i)
+    chunks.push_back(Event(Severity::Debug, "reclaim_chunk").add("cgroup", "app.slice"));
+  events.write(chunks, t0);
+  events.write(chunks, t0 + 61s);
+  EXPECT_EQ(log.count("log_suppressed"), 0) << "nothing that would have been written was held back";
+  events.write(many("target_idle", 1, true), t0 + 62s);
+  EXPECT_EQ(log.count("event=target_idle"), 1);
+}
+
 }  // namespace
 }  // namespace reclaimd::controller

@@ -1,0 +1,35 @@
+// What a refused memory.reclaim (a symlink planted in the cgroup's place) says: the refusal in
+// words, not an errno it never had.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "controller/shell/Io.h"
+#include "controller/shell/PressureIo.h"
+#include "controller/shell/Tracker.h"
+#include "tests/unit/Fixture.h"
+
+namespace reclaimd::controller {
+namespace {
+
+TEST(Actuator, ASymlinkedMemoryReclaimIsRefusedAsWhatItIs) {
+  testing::Fixture fx;
+  fx.write("cg/app.slice/memory.stat", "active_file 0\ninactive_file 0\n");
+  fx.write("elsewhere", "");
+  std::filesystem::create_symlink(fx.path("elsewhere"), fx.path("cg/app.slice/memory.reclaim"));
+  Tracker tracker(UniqueFd(::open(fx.path("cg").c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC)));
+  PressureIo pressure(fx.path("proc"));
+  Paths paths;
+  paths.procRoot = fx.path("proc");
+  SystemActuator actuator(
+      paths, &tracker, pressure, [] { return false; }, [] { return Capabilities{}; }, [](Events) {});
+  auto w = actuator.reclaim(CgroupRef{"app.slice", 0}, 4096, cgroup::ReclaimFormat::Plain);
+  EXPECT_EQ(w.status, cgroup::ReclaimStatus::Failed);
+  EXPECT_NE(w.err, EIO) << "no I/O error happened";
+  EXPECT_NE(w.error.find("app.slice/memory.reclaim: a symlink"), std::string::npos) << w.error;
+  EXPECT_EQ(fx.read("elsewhere"), "") << "nothing written through the link";
+}
+
+}  // namespace
+}  // namespace reclaimd::controller
