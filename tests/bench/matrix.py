@@ -178,6 +178,7 @@ def run_boot(cell_name, cfg, kernel, a, mtouch):
                             on_line=boot.add, on_qemu_start=mon.attach, echo=a.verbose)
     mon.stop()
     boot.samples = mon.samples
+    matrixfig.write_series(boot, os.path.join(log_dir, "series.csv"), a.scale)
     return boot, matrixfig.figures(boot, cell_name, a.scale, HOT[cell.hot_pct][1])
 
 

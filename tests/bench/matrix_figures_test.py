@@ -73,6 +73,12 @@ def check_figures(c):
         matrixfig.write_csv(d, [r, never, short])
         with open(os.path.join(d, "cells.csv")) as fh:
             c.check(len(fh.read().splitlines()) == 4, "cells.csv: a header and three rows")
+        matrixfig.write_series(b, os.path.join(d, "series.csv"), SCALE)
+        with open(os.path.join(d, "series.csv")) as fh:
+            lines = fh.read().splitlines()
+        c.check(len(lines) == 1 + 51 + 61 and "0.000,host_rss_mib,1000.0" in lines
+                and "-2.000,guest_file_mib,500.0" in lines,
+                f"series.csv: every host and guest sample, minutes from the work's end ({lines[:3]})")
 
 
 def check_configs(c):

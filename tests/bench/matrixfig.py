@@ -107,6 +107,22 @@ def figures(boot, cell, scale, hot_mib):
     return row
 
 
+def write_series(boot, path, scale):
+    """The boot's footprint over time, for plots: full-scale minutes from the work's end, QEMU's
+    RSS (every host sample) and the guest's file cache (at its own samples), MiB."""
+    t0, _ = boot.mark("work_end")
+    if t0 is None:
+        return
+    minute = 60 * scale
+    pts = [(s.t, "host_rss_mib", s.rss_kib / 1024) for s in boot.samples if s.rss_kib > 0]
+    pts += [(t, "guest_file_mib", f["file_kib"] / 1024) for t, f in guest_samples(boot)]
+    with open(path, "w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(["t_min", "series", "mib"])
+        for t, name, mib in sorted(pts):
+            w.writerow([f"{(t - t0) / minute:.3f}", name, f"{mib:.1f}"])
+
+
 def write_csv(out, rows):
     with open(os.path.join(out, "cells.csv"), "w", newline="") as fh:
         w = csv.DictWriter(fh, fieldnames=COLUMNS, extrasaction="ignore")
