@@ -6,33 +6,11 @@
 
 #include "base/Result.h"
 #include "controller/Paths.h"
+#include "controller/engine/Capabilities.h"
 #include "policies/Policy.h"
 #include "psi/Trigger.h"
 
 namespace reclaimd::controller {
-
-enum class KeySupport { Supported, Unsupported, Unknown };
-
-struct Capabilities {
-  std::string cgroupRoot;         // the cgroup2 root in use; empty when none was found
-  std::string cgroupProblem;      // why there is none, or why it has no memory controller
-  bool memoryController = false;  // "memory" listed in the root's cgroup.controllers
-  bool reclaimWritable = false;   // the root's memory.reclaim took a zero-byte request
-  std::string reclaimProblem;
-  KeySupport swappinessKey = KeySupport::Unknown;  // "0 swappiness=0" accepted (6.11+)
-  bool swapActive = false;                         // SwapTotal > 0
-  bool psiAvailable = false;                       // <proc>/pressure/memory readable (needs psi=1 on Debian)
-  std::string psiProblem;
-  bool psiTriggers = false;       // the policy's trigger registers and can be waited on with epoll
-  std::string psiTrigger;         // what was tried, and where: "some 300000 2000000 on /proc/pressure/memory"
-  std::string psiTriggerProblem;  // else: why (pressure is then read every sample instead)
-  bool compactMemory = false;     // <proc>/sys/vm/compact_memory writable (CONFIG_COMPACTION)
-  bool dropCaches = false;        // <proc>/sys/vm/drop_caches writable
-  std::string dropCachesProblem;
-  // Where libcgroup sees the memory controller mounted (a v1 path on hybrid hosts); empty when
-  // not asked (a --proc-root other than /proc: libcgroup reads the real mount table) or unknown.
-  std::string libcgroupMemory;
-};
 
 // An explicitly given cgroup root: a directory holding cgroup.controllers (what every cgroup2
 // directory has and a cgroup v1 hierarchy or a mistyped path has not; a fixture tree that has

@@ -14,16 +14,9 @@
 
 #include "base/Result.h"
 #include "base/UniqueFd.h"
+#include "psi/TriggerSpec.h"
 
 namespace reclaimd::psi {
-
-struct TriggerSpec {
-  std::chrono::microseconds stall{150'000};
-  std::chrono::microseconds window{1'000'000};
-};
-
-// "some 150000 1000000"
-std::string triggerText(const TriggerSpec& spec);
 
 class Trigger {
  public:

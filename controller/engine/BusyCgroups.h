@@ -27,7 +27,7 @@
 #include <vector>
 
 #include "base/Clock.h"
-#include "controller/operate/Status.h"
+#include "controller/engine/StatusData.h"
 
 namespace reclaimd::controller {
 

@@ -22,15 +22,15 @@
 
 #include "base/Clock.h"
 #include "base/Event.h"
-#include "controller/ModeChoice.h"
-#include "controller/Probe.h"
+#include "controller/engine/Capabilities.h"
 #include "controller/engine/Decide.h"
 #include "controller/engine/IdleDetector.h"
+#include "controller/engine/ModeChoice.h"
 #include "controller/engine/Ports.h"
 #include "controller/engine/ReclaimStep.h"
 #include "controller/engine/Scope.h"
+#include "controller/engine/StatusData.h"
 #include "controller/engine/TargetState.h"
-#include "controller/operate/Status.h"
 #include "policies/Policy.h"
 
 namespace reclaimd::controller {

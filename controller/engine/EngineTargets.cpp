@@ -5,8 +5,8 @@
 #include <string_view>
 #include <unordered_map>
 
-#include "cgroup/Reclaim.h"
-#include "controller/Decompose.h"
+#include "cgroup/ReclaimTypes.h"
+#include "controller/engine/Decompose.h"
 #include "controller/engine/Engine.h"
 #include "policies/Rules.h"
 

@@ -9,7 +9,7 @@
 #include <string_view>
 
 #include "base/Result.h"
-#include "cgroup/Tree.h"
+#include "cgroup/TreeNodes.h"
 #include "controller/engine/BusyCgroups.h"
 #include "proc/Meminfo.h"
 

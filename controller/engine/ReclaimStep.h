@@ -14,7 +14,7 @@
 #include <optional>
 
 #include "base/Checked.h"
-#include "cgroup/Reclaim.h"
+#include "cgroup/ReclaimTypes.h"
 
 namespace reclaimd::controller {
 

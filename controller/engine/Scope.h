@@ -16,7 +16,7 @@
 #include "controller/engine/Backoff.h"
 #include "policies/Policy.h"
 #include "psi/Meter.h"
-#include "psi/Trigger.h"
+#include "psi/TriggerSpec.h"
 
 namespace reclaimd::controller {
 

@@ -68,16 +68,6 @@ std::string escapeLabel(std::string_view v) {
   return out;
 }
 
-std::string formatBusyCgroups(const std::vector<BusyCgroup>& busy) {
-  std::string out;
-  for (const BusyCgroup& b : busy) {
-    // One decimal as the machine's share is read; two below 0.1 %, where one would say 0.0 of a
-    // cgroup that is there because it used something.
-    out += fmt::format("{}{} {:.{}f}%", out.empty() ? "" : ", ", b.path, b.busyPercent, b.busyPercent < 0.1 ? 2 : 1);
-  }
-  return out;
-}
-
 std::string formatStatus(const Status& s) {
   std::string out;
   auto line = [&](const char* key, const std::string& value) { out += fmt::format("{}: {}\n", key, value); };

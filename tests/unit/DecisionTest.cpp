@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "controller/engine/Decide.h"
-#include "controller/ModeChoice.h"
+#include "controller/engine/ModeChoice.h"
 #include "controller/engine/ReclaimStep.h"
 #include "policies/Step.h"
 

@@ -3,8 +3,8 @@
 
 #include <filesystem>
 
-#include "controller/ModeChoice.h"
 #include "controller/Probe.h"
+#include "controller/engine/ModeChoice.h"
 #include "tests/unit/Fixture.h"
 
 namespace reclaimd::controller {

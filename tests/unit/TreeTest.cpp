@@ -10,8 +10,8 @@
 
 #include "base/Files.h"
 #include "cgroup/Tree.h"
-#include "controller/Decompose.h"
 #include "controller/engine/Budget.h"
+#include "controller/engine/Decompose.h"
 #include "policies/Loader.h"
 #include "policies/Rules.h"
 #include "tests/unit/Fixture.h"

@@ -1,4 +1,4 @@
-#include "controller/Decompose.h"
+#include "controller/engine/Decompose.h"
 
 namespace reclaimd::controller {
 

@@ -12,7 +12,7 @@
 
 #include <vector>
 
-#include "cgroup/Tree.h"
+#include "cgroup/TreeNodes.h"
 
 namespace reclaimd::controller {
 

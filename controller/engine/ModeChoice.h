@@ -3,8 +3,8 @@
 
 #include <string>
 
-#include "cgroup/Reclaim.h"
-#include "controller/Probe.h"
+#include "cgroup/ReclaimTypes.h"
+#include "controller/engine/Capabilities.h"
 #include "policies/Policy.h"
 
 namespace reclaimd::controller {

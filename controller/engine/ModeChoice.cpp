@@ -1,4 +1,4 @@
-#include "controller/ModeChoice.h"
+#include "controller/engine/ModeChoice.h"
 
 namespace reclaimd::controller {
 
