@@ -1,21 +1,24 @@
 #!/usr/bin/env bash
 # The whole test suite, on a fresh Debian bookworm machine as root. Installs what it needs
-# (build dependencies, QEMU and friends; the VM tests fetch Debian kernels 6.1 and 6.12 into
-# ${RECLAIMD_VM_CACHE:-/var/cache/reclaimd-vm}), then:
-#   1. unit tests under AddressSanitizer + UndefinedBehaviorSanitizer (among them the man page
-#      and the README's reference checked against the binary and the sources);
+# (build dependencies, QEMU and friends; the VM tests fetch Debian kernels 6.1, 6.12 and the
+# newest into ${RECLAIMD_VM_CACHE:-/var/cache/reclaimd-vm}), builds twice (build/release with
+# GCC; build/sanitize with clang under ASan+UBSan, float-cast-overflow included, which also
+# holds the libFuzzer targets), then:
+#   1. unit tests under ASan+UBSan (among them the man page and the README's reference checked
+#      against the binary and the sources);
 #   2. unit tests of the release build;
 #   3. deployment: the systemd unit (verify, security exposure, a sandboxed run under
 #      systemd-nspawn), the Debian package (dpkg-buildpackage, lintian, installed here with
 #      dpkg, then purged), the Kubernetes manifests (the DaemonSet's container under runc, and
 #      its image built with podman on a Debian base made by mmdebstrap, run, its metrics
 #      scraped by Prometheus), the WSL recipe;
-#   then the libFuzzer targets (tests/fuzz), built with clang in build/fuzz, 20 s each;
-#   4. real-kernel tests: reclaimd inside QEMU on 6.12, 6.1 and the newest kernel, one VM per
+#   4. the libFuzzer targets (tests/fuzz), 20 s each, from the sanitizer build;
+#   5. real-kernel tests: reclaimd inside QEMU on 6.12, 6.1 and the newest kernel, one VM per
 #      CPU at a time, beside a nice-19 busy loop per CPU; every VM runs a canary timer and the
 #      guest-side deadlines are judged net of its lateness (tests/vm/README.md);
-#   5. the benchmarks (tests/bench), which print figures.
-# Any failure fails the run; nothing is skipped.
+#   6. the benchmarks (tests/bench) in their smoke form, one VM at a time; they print figures.
+# Any failure fails the run; nothing is skipped. Each step's start is printed with the seconds
+# since the run began ("=== STEP (N s)").
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export DEBIAN_FRONTEND=noninteractive
@@ -28,30 +31,29 @@ apt-get update -qq
 apt-get install -y -qq --no-install-recommends $(grep -hv '^#' deploy/build-packages.txt tests/packages.txt tests/vm/packages.txt) >/dev/null
 
 jobs=$(nproc)
-step "building (release, and ASan+UBSan)"
+step "building (release with GCC; ASan+UBSan and the fuzz targets with clang)"
 # Every kind of test on, whatever an earlier configure of these directories left in the cache.
 cmake -S . -B build/release -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRECLAIMD_TESTS=ON -DRECLAIMD_BENCH=ON \
 	-DRECLAIMD_VM_TESTS=ON >/dev/null
 cmake --build build/release -j"$jobs"
-cmake -S . -B build/asan -DCMAKE_BUILD_TYPE=Debug -DRECLAIMD_SANITIZE=ON -DRECLAIMD_TESTS=ON -DRECLAIMD_BENCH=OFF >/dev/null
-cmake --build build/asan -j"$jobs"
+# One sanitizer build for the unit tests and the fuzz targets: clang's UBSan, and libFuzzer.
+cmake -S . -B build/sanitize -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRECLAIMD_FUZZ=ON \
+	-DRECLAIMD_TESTS=ON -DRECLAIMD_BENCH=OFF -DRECLAIMD_VM_TESTS=OFF >/dev/null
+cmake --build build/sanitize -j"$jobs"
 
 step "unit tests under ASan+UBSan"
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
-	ctest --no-tests=error --test-dir build/asan -L unit -j"$jobs" --output-on-failure
+	ctest --no-tests=error --test-dir build/sanitize -L unit -j"$jobs" --output-on-failure
 step "unit tests (release)"
 ctest --no-tests=error --test-dir build/release -L unit -j"$jobs" --output-on-failure
 step "deployment tests"
 ctest --no-tests=error --test-dir build/release -L deploy --output-on-failure
 step "fuzzing: every parser, the pattern matcher and the policy loader (tests/fuzz)"
-cmake -S . -B build/fuzz -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRECLAIMD_FUZZ=ON \
-	-DRECLAIMD_TESTS=OFF -DRECLAIMD_BENCH=OFF >/dev/null
-cmake --build build/fuzz --target reclaimd_fuzz -j"$jobs"
-ctest --no-tests=error --test-dir build/fuzz -L fuzz -j"$jobs" --output-on-failure
+ctest --no-tests=error --test-dir build/sanitize -L fuzz -j"$jobs" --output-on-failure
 step "real-kernel tests in QEMU (6.12, 6.1, newest), $jobs at a time, on a loaded host"
 # A busy loop per CPU at nice 19 while they run (hog.py stops them whatever happens): a VM
 # test must not depend on an idle host.
 python3 tests/vm/hog.py -- ctest --no-tests=error --test-dir build/release -L vm -j"$jobs" --output-on-failure
-step "benchmarks"
+step "benchmarks (smoke form)"
 ctest --no-tests=error --test-dir build/release -L bench --output-on-failure -V
 step "all tests passed"
