@@ -168,6 +168,7 @@ class Engine {
   bool walk(TimePoint now, Sensors& in);
   void adopt(std::vector<TargetState>& next, const std::unordered_map<std::string, std::size_t>& old, std::string path,
              std::uint64_t inode, policies::Governance gov, TimePoint now);
+  TargetState newTarget(std::string path, std::uint64_t inode, const policies::Governance& gov, TimePoint now);
   void sampleCgroupCpu(TimePoint now, Sensors& in);
   void judgeTargets(TimePoint now);
   void measureTargets(TimePoint now, Sensors& in, const proc::Meminfo& mem);

@@ -12,6 +12,18 @@
 
 namespace reclaimd::controller {
 
+namespace {
+
+// workingset_refault_* counts pages and the policy's limit is bytes: pages of 4 KiB, as on
+// x86-64 and the arm64 kernels distributions ship (64 KiB pages make the limit 16 times looser).
+constexpr std::uint64_t kPageBytes = 4096;
+
+RefaultConfig refaultConfigOf(const policies::Governance& gov) {
+  return RefaultConfig{gov.pressure.refaultWindow, gov.pressure.refaultLimit / kPageBytes};
+}
+
+}  // namespace
+
 TargetState* Engine::find(std::uint32_t id) {
   for (TargetState& t : targets_) {
     if (t.id == id) return &t;
@@ -86,7 +98,6 @@ bool Engine::walk(TimePoint now, Sensors& in) {
 // Carries a target's state over when the same cgroup (path and inode) keeps the same rule.
 void Engine::adopt(std::vector<TargetState>& next, const std::unordered_map<std::string, std::size_t>& old,
                    std::string path, std::uint64_t inode, policies::Governance gov, TimePoint now) {
-  const RefaultConfig refaults{gov.pressure.refaultWindow, gov.pressure.refaultLimit / 4096};
   auto found = old.find(path);
   TargetState* same = found == old.end() ? nullptr : &targets_[found->second];
   if (same && !same->unit && same->inode == inode && same->gov.rule == gov.rule && !same->gone) {
@@ -95,10 +106,18 @@ void Engine::adopt(std::vector<TargetState>& next, const std::unordered_map<std:
     if (kept.usesCgroupCpu() && !kept.cpuIdle) kept.cpuIdle.emplace(idleConfigOf(gov.idle));
     if (!kept.usesCgroupCpu()) kept.cpuIdle.reset();
     if (kept.cpuIdle) kept.cpuIdle->reconfigure(idleConfigOf(gov.idle));
-    kept.refaults.reconfigure(refaults);
+    kept.refaults.reconfigure(refaultConfigOf(gov));
     next.push_back(std::move(kept));
     return;
   }
+  TargetState t = newTarget(std::move(path), inode, gov, now);
+  if (t.usesCgroupCpu()) t.cpuIdle.emplace(idleConfigOf(gov.idle));
+  next.push_back(std::move(t));
+}
+
+// A target the engine has not had: a fresh id (never the machine's scope's), refaults watched
+// as its rule says.
+TargetState Engine::newTarget(std::string path, std::uint64_t inode, const policies::Governance& gov, TimePoint now) {
   TargetState t;
   t.id = nextId_++;
   if (nextId_ == kMachineScope) nextId_ = 1;
@@ -106,9 +125,8 @@ void Engine::adopt(std::vector<TargetState>& next, const std::unordered_map<std:
   t.inode = inode;
   t.gov = gov;
   t.firstSeen = now;
-  if (t.usesCgroupCpu()) t.cpuIdle.emplace(idleConfigOf(gov.idle));
-  t.refaults.reconfigure(refaults);
-  next.push_back(std::move(t));
+  t.refaults.reconfigure(refaultConfigOf(gov));
+  return t;
 }
 
 void Engine::targetGone(TargetState& t) {

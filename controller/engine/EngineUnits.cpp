@@ -131,17 +131,10 @@ bool Engine::adoptUnit(const UnitPick& u, TimePoint now, Sensors& in) {
                                  ? std::max(rest->second.bytes, gov.floor)
                                  : gov.floor;
   if (m->reclaimable < from + kUnitExcess) return false;
-  TargetState t;
-  t.id = nextId_++;
-  if (nextId_ == kMachineScope) nextId_ = 1;
-  t.path = u.quiet.path;
-  t.inode = u.quiet.inode;
-  t.gov = gov;
-  t.firstSeen = now;
+  TargetState t = newTarget(u.quiet.path, u.quiet.inode, gov, now);
   t.unit = UnitState{u.within, u.quiet.usage, u.quiet.at, u.quiet.percent};
   t.idle = t.inPeriod = true;
   t.lastReclaimable = m->reclaimable;
-  t.refaults.reconfigure(RefaultConfig{gov.pressure.refaultWindow, gov.pressure.refaultLimit / 4096});
   emit(Severity::Info, "unit_quiet")
       .add("cgroup", t.label())
       .add("cpu_pct", u.quiet.percent, 3)

@@ -26,7 +26,6 @@ class Tracker {
   Result<cgroup::Cgroup*> open(const CgroupRef& ref);
   // Closes the files of every cgroup not in `keep`.
   void retain(const std::vector<CgroupRef>& keep);
-  std::size_t openCount() const { return open_.size(); }
 
  private:
   UniqueFd root_;
