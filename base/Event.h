@@ -39,6 +39,8 @@ class Event {
   Event& ms(std::string_view key, std::chrono::nanoseconds d);
 
   Severity severity() const { return severity_; }
+  // The level, changed once it is known that the event says less than it was built to.
+  void setSeverity(Severity severity) { severity_ = severity; }
   const std::string& name() const { return name_; }
   // The raw (unescaped) value of `key`, for tests and rate limits; nullopt when absent.
   std::optional<std::string> field(std::string_view key) const;

@@ -4,6 +4,7 @@
 
 #include <charconv>
 #include <limits>
+#include <utility>
 
 namespace reclaimd {
 
@@ -100,6 +101,20 @@ std::string formatBytes(std::uint64_t bytes) {
       return fmt::format("{:.1f}{}", static_cast<double>(bytes) / static_cast<double>(unit.size), unit.name);
   }
   return std::to_string(bytes) + "B";
+}
+
+std::string formatSize(std::uint64_t bytes) {
+  constexpr std::pair<std::uint64_t, const char*> kUnits[] = {
+      {kGiB * 1024, "TiB"}, {kGiB, "GiB"}, {kMiB, "MiB"}, {kKiB, "KiB"}};
+  for (const auto& [size, name] : kUnits) {
+    if (bytes >= size) return fmt::format("{:.1f} {}", static_cast<double>(bytes) / static_cast<double>(size), name);
+  }
+  return fmt::format("{} B", bytes);
+}
+
+std::string formatSizeSigned(std::int64_t bytes) {
+  const std::uint64_t magnitude = bytes < 0 ? 0 - static_cast<std::uint64_t>(bytes) : static_cast<std::uint64_t>(bytes);
+  return (bytes < 0 ? "-" : "") + formatSize(magnitude);
 }
 
 std::string formatDuration(std::chrono::nanoseconds d) {

@@ -33,6 +33,13 @@ std::string formatMiBSigned(std::int64_t bytes);
 // A human size for messages and the probe: "128MiB", "1GiB", "1536KiB", "17B".
 std::string formatBytes(std::uint64_t bytes);
 
+// A size as an administrator reads it, always in one form: the largest binary unit it reaches,
+// with one decimal ("1.6 GiB", "128.0 MiB", "512.0 KiB", "17 B"). Status and its notes use it,
+// so no exact-but-unreadable "1669426KiB" sits next to a rounded figure.
+std::string formatSize(std::uint64_t bytes);
+// Signed variant for differences that may be negative ("-3.2 MiB": cache that grew).
+std::string formatSizeSigned(std::int64_t bytes);
+
 // A duration for messages: "120s", "1.5s", "250ms".
 std::string formatDuration(std::chrono::nanoseconds d);
 

@@ -145,7 +145,10 @@ Plan Engine::turn(TimePoint now, Sensors& in) {
   switch (mode_.mode) {
     case policies::Mode::Disabled: break;
     case policies::Mode::DropCache: dropCacheTurn(now, in, plan); break;
-    case policies::Mode::Gradual: gradualTurn(now, in, plan); break;
+    case policies::Mode::Gradual:
+      gradualTurn(now, in, plan);
+      summarizeTrims(now);
+      break;
   }
   plan.wake = nextWake(now);
   return plan;
@@ -245,7 +248,7 @@ void Engine::dropped(const Result<void>& result, std::uint64_t before, std::opti
   }
   const std::uint64_t afterBytes = after.value_or(before);
   ++dropcaches_;
-  note(nullptr, "dropped caches, " + formatMiB(before > afterBytes ? before - afterBytes : 0) + " MiB freed", now);
+  note(nullptr, "dropped caches, " + formatSize(before > afterBytes ? before - afterBytes : 0) + " freed", now);
   emit(Severity::Info, "dropcache")
       .mibSigned("freed_mib", static_cast<std::int64_t>(before) - static_cast<std::int64_t>(afterBytes))
       .ms("took_ms", took)

@@ -59,6 +59,9 @@ struct EngineSetup {
 // Refaults that jumped after a probe stop probing that target this long; then probing starts
 // again (a working set changes; the probe finds the new one).
 inline constexpr std::chrono::minutes kTrimHold{30};
+// Trim probes are logged at debug; at info each trimmed target gets one summary line this often
+// (a probe every trim.interval, 6 s by default, was 600 info lines an hour per busy target).
+inline constexpr std::chrono::minutes kTrimSummaryEvery{10};
 // While the machine is busy, free memory is compacted once this much has been freed since.
 inline constexpr std::uint64_t kCompactAfterBusy = 64ULL << 20;
 
@@ -136,6 +139,13 @@ class Engine {
   // clock's Unix time at that instant, and `when` renders an engine time as the wall-clock
   // text shown beside a last action.
   void fill(Status& status, TimePoint now, double unixNow, const std::function<std::string(TimePoint)>& when) const;
+  // The reclaimable figures of a filled status read afresh (the machine's above its floor, each
+  // target's above its own): the engine measures targets only while it may write to them, and a
+  // busy or warming-up machine's status would otherwise show what was there at the last step.
+  // A reading that fails leaves the engine's last figure.
+  void fillReclaimable(Status& status, Sensors& in) const;
+  // The label logs, status and metrics give a target's rule: its match text, "machine", "unit".
+  std::string ruleLabel(const TargetState& t) const;
   const IdleVerdict& verdict() const { return verdict_; }
   const std::vector<TargetState>& targets() const { return targets_; }
   const Capabilities& capabilities() const { return caps_; }
@@ -203,6 +213,14 @@ class Engine {
   void scheduleTrims(TimePoint now);
   void holdTrim(TargetState& t, const RefaultJump& jump, TimePoint now);
 
+  // EngineStatus.cpp: one target's part of the status.
+  TargetStatus targetStatus(const TargetState& t, TimePoint now, double unixNow,
+                            const std::function<std::string(TimePoint)>& when) const;
+
+  // EngineTrimLog.cpp: what trimming says at info.
+  void quietTrimStarts(std::size_t firstEvent);
+  void summarizeTrims(TimePoint now);
+
   // EnginePressure.cpp: scopes, totals, backoff, refaults.
   void ensureScope(TargetState& t);
   Scope* scopeById(ScopeId id);
@@ -261,6 +279,13 @@ class Engine {
   // Totals since start (targets that went away included).
   std::uint64_t reclaimed_ = 0, steps_ = 0, partial_ = 0, wouldReclaim_ = 0, wouldSteps_ = 0;
   std::uint64_t trimmed_ = 0, trimProbes_ = 0, trimHolds_ = 0;
+  // Per trimmed target (by id): its probe count and freed bytes at the last summary, and when.
+  struct TrimSummary {
+    TimePoint at{};
+    std::uint64_t probes = 0;
+    std::uint64_t bytes = 0;
+  };
+  std::unordered_map<std::uint32_t, TrimSummary> trimSummaries_;
   std::uint64_t unitsTaken_ = 0, unitReclaimed_ = 0;
   double writeSeconds_ = 0;
   std::uint64_t dropcaches_ = 0, compactions_ = 0, floorRaises_ = 0, idlePeriods_ = 0;

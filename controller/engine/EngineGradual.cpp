@@ -53,7 +53,9 @@ void Engine::gradualTurn(TimePoint now, Sensors& in, Plan& plan) {
     pruneUnits();
     shares = planPass(*mem, now);
   }
+  const std::size_t firstTrimEvent = events_.size();
   scheduleTrims(now);
+  quietTrimStarts(firstTrimEvent);
   if (shares.empty()) {
     // Nothing to write because everything is at its floor (not because a backoff holds it).
     const bool backedOff = (machineScope_ && machineScope_->backoff().active()) ||
@@ -112,9 +114,10 @@ std::vector<PlannedShare> Engine::planPass(const proc::Meminfo& mem, TimePoint n
 void Engine::dryRunShares(const std::vector<PlannedShare>& shares, TimePoint now) {
   for (const PlannedShare& share : shares) {
     TargetState& t = *find(share.target);
-    emit(Severity::Info, "reclaim_step")
+    // A trim probe comes every trim.interval: debug, summarized at info (trim_summary).
+    emit(share.trim ? Severity::Debug : Severity::Info, "reclaim_step")
         .add("cgroup", t.label())
-        .add("rule", t.rule())
+        .add("rule", ruleLabel(t))
         .add("kind", share.trim ? "trim" : "idle")
         .add("dry_run", true)
         .mib("asked_mib", share.bytes)
@@ -126,7 +129,7 @@ void Engine::dryRunShares(const std::vector<PlannedShare>& shares, TimePoint now
     ++t.wouldSteps;
     wouldReclaim_ += share.bytes;
     ++wouldSteps_;
-    note(&t, "would reclaim " + formatMiB(share.bytes) + " MiB from " + t.label(), now);
+    note(&t, "would reclaim " + formatSize(share.bytes) + " from " + t.label(), now);
   }
 }
 
@@ -162,8 +165,10 @@ StepFollowUp Engine::stepEnded(const PlannedShare& share, const StepOutcome& ste
   settleStep(*t, step, pressed, now);
   watchRefaults(*t, now, in);
   Event& e = emit(step.status == cgroup::ReclaimStatus::Failed ? Severity::Error : Severity::Info, "reclaim_step");
+  // A trim probe comes every trim.interval: debug, summarized at info (trim_summary).
+  if (share.trim && e.severity() == Severity::Info) e.setSeverity(Severity::Debug);
   e.add("cgroup", t->label())
-      .add("rule", t->rule())
+      .add("rule", ruleLabel(*t))
       .add("kind", share.trim ? "trim" : "idle")
       .mib("asked_mib", share.bytes)
       .mib("requested_mib", step.requestedBytes)
@@ -209,7 +214,7 @@ void Engine::settleStep(TargetState& t, const StepOutcome& step, bool pressed, T
     t.reclaimedBytes += static_cast<std::uint64_t>(step.freed());
     reclaimed_ += static_cast<std::uint64_t>(step.freed());
   }
-  note(&t, "reclaimed " + formatMiBSigned(step.freed()) + " MiB from " + t.label(), now);
+  note(&t, "reclaimed " + formatSizeSigned(step.freed()) + " from " + t.label(), now);
   if (!pressed && step.freed() > 0) {
     // A step without pressure: the backoff's halving is undone one step at a time.
     if (machineScope_) machineScope_->backoff().stepSucceeded();
@@ -218,9 +223,12 @@ void Engine::settleStep(TargetState& t, const StepOutcome& step, bool pressed, T
   // Asked and (almost) nothing freed — EAGAIN, or cache regrowing as fast as it goes: pause
   // this target until its cache grows by a chunk, so it cannot hold the whole budget every
   // pass while other idle targets wait.
+  // A step that freed something ends such a pause: the next one is judged afresh.
   if (step.requestedBytes >= policies::kMinRequestBytes &&
       step.freed() < static_cast<std::int64_t>(policies::kMinRequestBytes))
     t.period.stalledAt = step.after;
+  else if (step.freed() >= static_cast<std::int64_t>(policies::kMinRequestBytes))
+    t.period.stalledAt.reset();
 }
 
 void Engine::fallBack() {

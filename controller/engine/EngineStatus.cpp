@@ -1,4 +1,5 @@
 // The engine's part of `reclaimd status` and the metrics.
+#include <algorithm>
 #include <chrono>
 
 #include "controller/engine/Engine.h"
@@ -7,11 +8,73 @@ namespace reclaimd::controller {
 
 namespace {
 
-ScopeStatus scopeStatus(const Scope& p) {
-  return ScopeStatus{p.label(), toString(p.watch()), p.backoff().active(), p.events, p.backoffs, p.backoff().scale()};
+using Clock = std::function<std::string(TimePoint)>;
+
+ScopeStatus scopeStatus(const Scope& p, TimePoint now, double unixNow, const Clock& when) {
+  ScopeStatus out{p.label(), toString(p.watch()), p.backoff().active(), p.events, p.backoffs, p.backoff().scale()};
+  if (out.backedOff) {
+    const TimePoint at = p.backoff().resumeAt();
+    out.resumeAt = when(at);
+    out.resumeAtTimestamp = unixNow + std::chrono::duration<double>(at - now).count();
+  }
+  return out;
+}
+
+std::uint64_t above(std::uint64_t bytes, std::uint64_t floor) {
+  return bytes > floor ? bytes - floor : 0;
 }
 
 }  // namespace
+
+std::string Engine::ruleLabel(const TargetState& t) const {
+  if (t.unit) return "unit";
+  if (t.gov.rule < 0 || static_cast<std::size_t>(t.gov.rule) >= policy_.rules.size()) return "machine";
+  return policy_.rules[static_cast<std::size_t>(t.gov.rule)].pattern.text();
+}
+
+void Engine::fillReclaimable(Status& s, Sensors& in) const {
+  auto mem = in.meminfo();
+  if (mem) s.waitingBytes = above(mem->reclaimable(), policy_.reclaim.floor);
+  for (TargetStatus& ts : s.targets) {
+    const auto t =
+        std::find_if(targets_.begin(), targets_.end(), [&](const TargetState& x) { return x.label() == ts.cgroup; });
+    if (t == targets_.end() || t->gone) continue;
+    if (t->isRoot()) {
+      if (mem) ts.reclaimableBytes = above(mem->reclaimable(), t->floor());
+    } else if (auto m = in.memory(t->ref())) {
+      ts.reclaimableBytes = above(m->reclaimable, t->floor());
+    }
+  }
+}
+
+TargetStatus Engine::targetStatus(const TargetState& t, TimePoint now, double unixNow,
+                                  const std::function<std::string(TimePoint)>& when) const {
+  TargetStatus ts;
+  ts.cgroup = t.label();
+  ts.rule = ruleLabel(t);
+  ts.mode = toString(t.gov.mode);
+  ts.idle = t.idle;
+  ts.backedOff = t.scope && t.scope->backoff().active();
+  ts.floorBytes = t.floor();
+  ts.reclaimableBytes = above(t.lastReclaimable, t.floor());
+  // planPass skips it until its cache regrows by a chunk past where its last step stalled.
+  if (t.idle && t.period.stalledAt && !setup_.dryRun) {
+    const std::uint64_t resume = *t.period.stalledAt + std::min(policy_.reclaim.chunk, ~*t.period.stalledAt);
+    if (t.lastReclaimable < resume) ts.waitsForReclaimableBytes = above(resume, t.floor());
+  }
+  ts.reclaimedBytes = t.reclaimedBytes;
+  ts.trimmedBytes = t.trim.bytes;
+  ts.steps = t.steps;
+  ts.partial = t.partialSteps;
+  ts.writeSeconds = t.writeSeconds;
+  ts.wouldReclaimBytes = t.wouldReclaimBytes;
+  ts.wouldSteps = t.wouldSteps;
+  if (t.lastActionAt) {
+    ts.lastAction = when(*t.lastActionAt) + " " + t.lastAction;
+    ts.lastActionTimestamp = unixNow - std::chrono::duration<double>(now - *t.lastActionAt).count();
+  }
+  return ts;
+}
 
 void Engine::fill(Status& s, TimePoint now, double unixNow, const std::function<std::string(TimePoint)>& when) const {
   auto unixAt = [&](TimePoint at) { return unixNow - std::chrono::duration<double>(now - at).count(); };
@@ -21,6 +84,7 @@ void Engine::fill(Status& s, TimePoint now, double unixNow, const std::function<
   s.reason = mode_.reason;
   s.idleState = toString(verdict_.state);
   s.windowBusyPercent = verdict_.windowPercent;
+  s.busyThresholdPercent = policy_.idle.thresholdPercent;
   if (auto held = detector_.heldBusyPercent()) s.busyRatio = *held / 100;
   if (!verdict_.idle()) {
     if (auto at = detector_.predictIdle(); at && *at > now)
@@ -46,31 +110,10 @@ void Engine::fill(Status& s, TimePoint now, double unixNow, const std::function<
     s.lastAction = when(*lastActionAt_) + " " + lastAction_;
     s.lastActionTimestamp = unixAt(*lastActionAt_);
   }
-  if (machineScope_) s.pressure.push_back(scopeStatus(*machineScope_));
+  if (machineScope_) s.pressure.push_back(scopeStatus(*machineScope_, now, unixNow, when));
   for (const TargetState& t : targets_) {
-    if (t.scope) s.pressure.push_back(scopeStatus(*t.scope));
-    TargetStatus ts;
-    ts.cgroup = t.label();
-    ts.rule = t.unit           ? "unit"
-              : t.gov.rule < 0 ? "machine"
-                               : policy_.rules[static_cast<std::size_t>(t.gov.rule)].pattern.text();
-    ts.mode = toString(t.gov.mode);
-    ts.idle = t.idle;
-    ts.backedOff = t.scope && t.scope->backoff().active();
-    ts.floorBytes = t.floor();
-    ts.reclaimableBytes = t.lastReclaimable > t.floor() ? t.lastReclaimable - t.floor() : 0;
-    ts.reclaimedBytes = t.reclaimedBytes;
-    ts.trimmedBytes = t.trim.bytes;
-    ts.steps = t.steps;
-    ts.partial = t.partialSteps;
-    ts.writeSeconds = t.writeSeconds;
-    ts.wouldReclaimBytes = t.wouldReclaimBytes;
-    ts.wouldSteps = t.wouldSteps;
-    if (t.lastActionAt) {
-      ts.lastAction = when(*t.lastActionAt) + " " + t.lastAction;
-      ts.lastActionTimestamp = unixAt(*t.lastActionAt);
-    }
-    s.targets.push_back(std::move(ts));
+    if (t.scope) s.pressure.push_back(scopeStatus(*t.scope, now, unixNow, when));
+    s.targets.push_back(targetStatus(t, now, unixNow, when));
   }
 }
 

@@ -200,7 +200,8 @@ void Engine::judgeTargets(TimePoint now) {
     const IdleVerdict* own = t.usesCgroupCpu() ? &t.cpuVerdict : nullptr;
     const bool idle = (!sys || sys->idle()) && (!own || (t.cpuIdle && own->idle()));
     const bool keep = (!sys || keepsPeriod(*sys)) && (!own || (t.cpuIdle && keepsPeriod(*own)));
-    if (idle != t.idle && announce) {
+    // A disabled target is never reclaimed: its idleness is nothing an administrator acts on.
+    if (idle != t.idle && announce && t.gov.mode != policies::Mode::Disabled) {
       emit(Severity::Info, idle ? "target_idle" : "target_busy")
           .add("cgroup", t.label())
           .add("source", toString(t.gov.idleSource))

@@ -33,6 +33,9 @@ struct TargetStatus {
   std::uint64_t wouldSteps = 0;                 // dry run: steps that would have been written
   std::optional<double> lastActionTimestamp{};  // Unix time (s) of the last step, done or (dry run) would-be
   std::uint64_t trimmedBytes = 0;               // of reclaimedBytes, freed by probes while busy
+  // Set while its last step freed (next to) nothing: no step until its reclaimable cache (above
+  // the floor, as reclaimableBytes) regrows to this.
+  std::optional<std::uint64_t> waitsForReclaimableBytes{};
 };
 
 struct ScopeStatus {
@@ -42,6 +45,10 @@ struct ScopeStatus {
   std::uint64_t events = 0;    // trigger events
   std::uint64_t backoffs = 0;  // backoffs begun
   double stepScale = 1.0;
+  // While backed off: when reclaim in this scope resumes if no pressure comes meanwhile (each
+  // new stall moves it on), as wall-clock text and Unix time (s).
+  std::string resumeAt{};
+  std::optional<double> resumeAtTimestamp{};
 };
 
 // The process's own figures (process_* metrics), read from <proc-root>/self.
@@ -72,6 +79,10 @@ struct Status {
   // Busy share (0-1) over the samples the detector holds: during warm-up, the part of the
   // window seen so far (which windowBusyPercent does not show). Absent before the first sample.
   std::optional<double> busyRatio;
+  double busyThresholdPercent = 0;  // idle.threshold_percent: at or under it the machine is idle
+  // The machine's reclaimable memory above reclaim.floor, read when the status was asked for:
+  // what waits for the machine to go idle (or for trimming). Absent when it could not be read.
+  std::optional<std::uint64_t> waitingBytes;
   // Seconds until reclaim would start if the machine stays as idle as it is now (the rest of
   // the grace period); absent when it is not counting down (busy, blocked) or already idle.
   std::optional<double> reclaimStartsInSeconds;

@@ -77,7 +77,6 @@ struct TargetState {
   std::uint64_t floor() const { return std::max(gov.floor, period.raisedFloor.value_or(0)); }
   bool isRoot() const { return path.empty(); }
   std::string label() const { return path.empty() ? "/" : path; }
-  std::string rule() const { return unit ? "unit" : gov.rule < 0 ? "machine" : std::to_string(gov.rule + 1); }
   bool usesCgroupCpu() const { return gov.idleSource != policies::IdleSource::System; }
   bool usesSystemCpu() const { return gov.idleSource != policies::IdleSource::Cgroup; }
   // Idle and gradual: a pass may write to it.

@@ -32,9 +32,32 @@ std::string printable(std::string_view v) {
   return out;
 }
 
+// The machine's busy share beside the threshold it is judged by.
 std::string busyText(const Status& s) {
-  if (s.idleState == "warmup" && s.busyRatio) return fmt::format("busy {:.1f}% so far", *s.busyRatio * 100);
-  return fmt::format("window busy {:.3f}%", s.windowBusyPercent);
+  const std::string threshold = fmt::format("idle at or under {:g}%", s.busyThresholdPercent);
+  if (s.idleState == "warmup" && s.busyRatio)
+    return fmt::format("busy {:.1f}% so far, {}", *s.busyRatio * 100, threshold);
+  return fmt::format("window busy {:.3f}%, {}", s.windowBusyPercent, threshold);
+}
+
+std::string scopeLine(const ScopeStatus& p) {
+  std::string backedOff;
+  if (p.backedOff) backedOff = ", BACKED OFF" + (p.resumeAt.empty() ? "" : " until " + p.resumeAt);
+  return fmt::format("pressure {}: {}{}, {} events, {} backoffs, step x{}\n", printable(p.scope), p.watch, backedOff,
+                     p.events, p.backoffs, p.stepScale);
+}
+
+std::string targetLine(const Status& s, const TargetStatus& t) {
+  std::string waits;
+  if (t.waitsForReclaimableBytes)
+    waits = ", waits for reclaimable to regrow to " + formatSize(*t.waitsForReclaimableBytes) +
+            " (its last step freed next to nothing)";
+  return fmt::format(
+      "target {}: rule {}, {}, {}{}, floor {}, reclaimable {}{}, reclaimed {} in {} steps{}{}\n", printable(t.cgroup),
+      printable(t.rule), t.mode, t.idle ? "idle" : "not idle", t.backedOff ? ", backed off" : "",
+      formatSize(t.floorBytes), formatSize(t.reclaimableBytes), waits, formatSize(t.reclaimedBytes), t.steps,
+      s.dryRun ? fmt::format(", would reclaim {} in {} steps", formatSize(t.wouldReclaimBytes), t.wouldSteps) : "",
+      t.lastAction.empty() ? "" : ", last: " + printable(t.lastAction));
 }
 
 }  // namespace
@@ -79,35 +102,29 @@ std::string formatStatus(const Status& s) {
   line("uptime", formatDuration(std::chrono::seconds(static_cast<long>(s.uptimeSeconds))));
   line("machine", fmt::format("{} ({}), {} idle periods", s.idleState, busyText(s), s.idlePeriods));
   if (s.idleState != "idle" && !s.busyCgroups.empty())
-    line("kept busy by", printable(formatBusyCgroups(s.busyCgroups)));
+    line("kept busy by", printable(formatBusyCgroups(s.busyCgroups)) +
+                             fmt::format(" (of all CPUs; idle at or under {:g}%)", s.busyThresholdPercent));
+  if (s.waitingBytes) line("reclaimable", formatSize(*s.waitingBytes) + " above the machine's floor");
   if (s.reclaimStartsInSeconds) {
     line("reclaim starts in", formatDuration(std::chrono::seconds(static_cast<long>(*s.reclaimStartsInSeconds + 0.5))) +
                                   " if the machine stays idle");
   }
   line("reclaimed",
        fmt::format("{} in {} steps ({} partial, {:.3f}s writing), {} drop_caches, {} compactions, {} floors raised",
-                   formatBytes(s.reclaimedBytes), s.steps, s.partial, s.writeSeconds, s.dropcaches, s.compactions,
+                   formatSize(s.reclaimedBytes), s.steps, s.partial, s.writeSeconds, s.dropcaches, s.compactions,
                    s.floorRaises));
   if (s.trimProbes > 0)
     line("trimmed while busy",
-         fmt::format("{} in {} probes, {} held by refaults", formatBytes(s.trimmedBytes), s.trimProbes, s.trimHolds));
+         fmt::format("{} in {} probes, {} held by refaults", formatSize(s.trimmedBytes), s.trimProbes, s.trimHolds));
   if (s.unitsTaken > 0)
     line("quiet units",
-         fmt::format("{} taken while the machine was busy, {} freed", s.unitsTaken, formatBytes(s.unitReclaimedBytes)));
-  if (s.dryRun) line("would reclaim", fmt::format("{} in {} steps", formatBytes(s.wouldReclaimBytes), s.wouldSteps));
+         fmt::format("{} taken while the machine was busy, {} freed", s.unitsTaken, formatSize(s.unitReclaimedBytes)));
+  if (s.dryRun) line("would reclaim", fmt::format("{} in {} steps", formatSize(s.wouldReclaimBytes), s.wouldSteps));
   if (!s.lastAction.empty()) line("last action", printable(s.lastAction));
-  for (const ScopeStatus& p : s.pressure) {
-    out += fmt::format("pressure {}: {}{}, {} events, {} backoffs, step x{}\n", printable(p.scope), p.watch,
-                       p.backedOff ? ", BACKED OFF" : "", p.events, p.backoffs, p.stepScale);
-  }
-  for (const TargetStatus& t : s.targets) {
-    out += fmt::format(
-        "target {}: rule {}, {}, {}{}, floor {}, reclaimable {}, reclaimed {} in {} steps{}{}\n", printable(t.cgroup),
-        printable(t.rule), t.mode, t.idle ? "idle" : "not idle", t.backedOff ? ", backed off" : "",
-        formatBytes(t.floorBytes), formatBytes(t.reclaimableBytes), formatBytes(t.reclaimedBytes), t.steps,
-        s.dryRun ? fmt::format(", would reclaim {} in {} steps", formatBytes(t.wouldReclaimBytes), t.wouldSteps) : "",
-        t.lastAction.empty() ? "" : ", last: " + printable(t.lastAction));
-  }
+  for (const ScopeStatus& p : s.pressure)
+    out += scopeLine(p);
+  for (const TargetStatus& t : s.targets)
+    out += targetLine(s, t);
   return out;
 }
 

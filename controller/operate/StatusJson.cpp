@@ -1,6 +1,8 @@
 // `reclaimd status --json`: the Status as one JSON object, for scripts (jq) and monitoring.
 #include <nlohmann/json.hpp>
 
+#include <cmath>
+
 #include "controller/operate/Status.h"
 
 namespace reclaimd::controller {
@@ -9,7 +11,26 @@ namespace {
 
 using nlohmann::json;
 
+// Fractions go out as 0-1 ratios with six decimals (a ten-thousandth of a percent, the
+// precision the log's three-decimal percents have), seconds and Unix times to the millisecond:
+// no binary noise such as 0.015000000000000002 for a script to trip over.
+double rounded(double v, double scale) {
+  return std::round(v * scale) / scale;
+}
+
+json ratio(double v) {
+  return rounded(v, 1e6);
+}
+
+json seconds(double v) {
+  return rounded(v, 1e3);
+}
+
 json optional(const std::optional<double>& v) {
+  return v ? seconds(*v) : json(nullptr);
+}
+
+json optionalBytes(const std::optional<std::uint64_t>& v) {
   return v ? json(*v) : json(nullptr);
 }
 
@@ -25,22 +46,29 @@ json target(const TargetStatus& t) {
               {"trimmed_bytes", t.trimmedBytes},
               {"steps", t.steps},
               {"partial_steps", t.partial},
-              {"write_seconds", t.writeSeconds},
+              {"write_seconds", seconds(t.writeSeconds)},
               {"would_reclaim_bytes", t.wouldReclaimBytes},
+              {"waits_for_reclaimable_bytes", optionalBytes(t.waitsForReclaimableBytes)},
               {"would_steps", t.wouldSteps},
               {"last_action", t.lastAction},
               {"last_action_timestamp", optional(t.lastActionTimestamp)}};
 }
 
 json scope(const ScopeStatus& p) {
-  return json{{"scope", p.scope},   {"watch", p.watch},       {"backed_off", p.backedOff},
-              {"events", p.events}, {"backoffs", p.backoffs}, {"step_scale", p.stepScale}};
+  return json{{"scope", p.scope},
+              {"watch", p.watch},
+              {"backed_off", p.backedOff},
+              {"resume_at", p.resumeAt},
+              {"resume_at_timestamp", optional(p.resumeAtTimestamp)},
+              {"events", p.events},
+              {"backoffs", p.backoffs},
+              {"step_scale", p.stepScale}};
 }
 
 json busy(const std::vector<BusyCgroup>& cgroups) {
   json out = json::array();
   for (const BusyCgroup& b : cgroups)
-    out.push_back(json{{"path", b.path}, {"busy_pct", b.busyPercent}});
+    out.push_back(json{{"path", b.path}, {"busy_ratio", ratio(b.busyPercent / 100)}});
   return out;
 }
 
@@ -70,6 +98,7 @@ TargetStatus targetFrom(const json& j) {
   get(j, "write_seconds", t.writeSeconds);
   get(j, "would_reclaim_bytes", t.wouldReclaimBytes);
   get(j, "would_steps", t.wouldSteps);
+  get(j, "waits_for_reclaimable_bytes", t.waitsForReclaimableBytes);
   get(j, "last_action", t.lastAction);
   get(j, "last_action_timestamp", t.lastActionTimestamp);
   return t;
@@ -80,6 +109,8 @@ ScopeStatus scopeFrom(const json& j) {
   get(j, "scope", p.scope);
   get(j, "watch", p.watch);
   get(j, "backed_off", p.backedOff);
+  get(j, "resume_at", p.resumeAt);
+  get(j, "resume_at_timestamp", p.resumeAtTimestamp);
   get(j, "events", p.events);
   get(j, "backoffs", p.backoffs);
   get(j, "step_scale", p.stepScale);
@@ -101,13 +132,19 @@ void machineFrom(const json& j, Status& s) {
   get(j, "window_busy_ratio", ratio);
   s.windowBusyPercent = ratio * 100;
   get(j, "busy_ratio", s.busyRatio);
+  double threshold = 0;
+  get(j, "busy_threshold_ratio", threshold);
+  s.busyThresholdPercent = threshold * 100;
+  get(j, "waiting_bytes", s.waitingBytes);
   get(j, "reclaim_starts_in_seconds", s.reclaimStartsInSeconds);
   get(j, "idle_periods", s.idlePeriods);
   if (auto it = j.find("busy_cgroups"); it != j.end() && it->is_array()) {
     for (const json& b : *it) {
       BusyCgroup c;
       get(b, "path", c.path);
-      get(b, "busy_pct", c.busyPercent);
+      double share = 0;
+      get(b, "busy_ratio", share);
+      c.busyPercent = share * 100;
       s.busyCgroups.push_back(std::move(c));
     }
   }
@@ -166,17 +203,19 @@ std::string formatStatusJson(const Status& s) {
          {"format", s.format},
          {"reason", s.reason},
          {"dry_run", s.dryRun},
-         {"uptime_seconds", s.uptimeSeconds},
+         {"uptime_seconds", seconds(s.uptimeSeconds)},
          {"idle_state", s.idleState},
-         {"window_busy_ratio", s.windowBusyPercent / 100},
-         {"busy_ratio", optional(s.busyRatio)},
+         {"window_busy_ratio", ratio(s.windowBusyPercent / 100)},
+         {"busy_ratio", s.busyRatio ? ratio(*s.busyRatio) : json(nullptr)},
+         {"busy_threshold_ratio", ratio(s.busyThresholdPercent / 100)},
+         {"waiting_bytes", optionalBytes(s.waitingBytes)},
          {"reclaim_starts_in_seconds", optional(s.reclaimStartsInSeconds)},
          {"idle_periods", s.idlePeriods},
          {"busy_cgroups", busy(s.busyCgroups)},
          {"reclaimed_bytes", s.reclaimedBytes},
          {"steps", s.steps},
          {"partial_steps", s.partial},
-         {"write_seconds", s.writeSeconds},
+         {"write_seconds", seconds(s.writeSeconds)},
          {"dropcaches", s.dropcaches},
          {"compactions", s.compactions},
          {"floor_raises", s.floorRaises},

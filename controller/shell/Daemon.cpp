@@ -149,8 +149,7 @@ int Daemon::run() {
     emit(Event(Severity::Error, "setup_failed").add("error", opened.error().message()));
     return endpointsExitCode(opened.error());
   }
-  endpoints_.setRenderers([this] { return formatStatusJson(snapshot(true)); },
-                          [this] { return formatMetrics(snapshot(true)); });
+  endpoints_.setRenderers([this] { return formatStatusJson(report()); }, [this] { return formatMetrics(report()); });
   if (auto ok = setUp(); !ok) {
     emit(Event(Severity::Error, "setup_failed").add("error", ok.error().message()));
     return kExitFailure;
@@ -235,7 +234,7 @@ void Daemon::turn() {
   notifier_.watchdog(now);
   if (notifier_.enabled()) notifier_.status(statusLine());
   endpoints_.newTurn();
-  endpoints_.writeMetricsFile([this] { return formatMetrics(snapshot(true)); }, now);
+  endpoints_.writeMetricsFile([this] { return formatMetrics(report()); }, now);
   TimePoint wake = plan.wake;
   // systemd's watchdog is pinged from the turn: never sleep past its deadline.
   if (auto deadline = notifier_.watchdogDeadline()) wake = std::min(wake, *deadline);
@@ -306,6 +305,12 @@ Status Daemon::snapshot(bool withProcess) const {
   if (withProcess) {
     if (auto process = readProcessStatus(options_.paths)) s.process = *process;
   }
+  return s;
+}
+
+Status Daemon::report() {
+  Status s = snapshot(true);
+  if (sensors_) engine_.fillReclaimable(s, *sensors_);
   return s;
 }
 

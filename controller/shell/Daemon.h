@@ -60,6 +60,9 @@ class Daemon {
   // What `reclaimd status` and the metrics say; `withProcess` adds reclaimd's own process figures
   // (read from /proc/self: not for the sd_notify status line built every turn).
   Status snapshot(bool withProcess) const;
+  // The snapshot `reclaimd status` and the metrics show: the process's figures, and the
+  // reclaimable cache read afresh (the engine measures only what it may write to).
+  Status report();
   std::string statusLine() const;
 
   DaemonOptions options_;

@@ -107,19 +107,38 @@ def status_json(text):
     return doc if isinstance(doc, dict) else {}
 
 
+def numbers(doc):
+    """Every number in a JSON document, nested ones included."""
+    if isinstance(doc, dict):
+        return [n for v in doc.values() for n in numbers(v)]
+    if isinstance(doc, list):
+        return [n for v in doc for n in numbers(v)]
+    return [doc] if isinstance(doc, (int, float)) and not isinstance(doc, bool) else []
+
+
 def check_warmup(c, binary, sock):
-    """A busy machine in the first grace window: the real busy share, not 0."""
+    """A busy machine in the first grace window: the real busy share beside the threshold, and
+    the cache that waits (the fixture's 550 MiB above the 128 MiB floor), not 0."""
     def warm():
         r = status(binary, sock)
-        m = re.search(r"machine: warmup \(busy ([0-9.]+)% so far\)", r.stdout)
+        m = re.search(r"machine: warmup \(busy ([0-9.]+)% so far, idle at or under 0.5%\)", r.stdout)
         return (r, float(m.group(1))) if m and float(m.group(1)) > 0 else None
     got = wait_for(warm, 2.5)
     r = got[0] if got else status(binary, sock)
-    c.ok(got and 15 <= got[1] <= 25, "status during warm-up shows the busy share so far (20 % here)", r.stdout + r.stderr)
+    c.ok(got and 15 <= got[1] <= 25, "status during warm-up shows the busy share so far (20 % here) and the threshold",
+         r.stdout + r.stderr)
+    c.ok(re.search(r"^reclaimable: 422\.0 MiB above the machine's floor$", r.stdout, re.M)
+         and re.search(r"^target /: .*, floor 128\.0 MiB, reclaimable 422\.0 MiB,", r.stdout, re.M),
+         "status during warm-up shows what is reclaimable, in one unit", r.stdout)
+    c.ok(not re.search(r"[0-9]KiB|[0-9]MiB|[0-9]GiB", r.stdout), "sizes as number, space, unit", r.stdout)
     j = status(binary, sock, "--json")
     doc = status_json(j.stdout)
-    c.ok(j.returncode == 0 and doc.get("idle_state") == "warmup" and 0.15 <= doc.get("busy_ratio", -1) <= 0.25,
-         "status --json during warm-up: idle_state warmup, busy_ratio about 0.2", j.stdout[:1500] + j.stderr)
+    c.ok(j.returncode == 0 and doc.get("idle_state") == "warmup" and 0.15 <= doc.get("busy_ratio", -1) <= 0.25
+         and doc.get("busy_threshold_ratio") == 0.005 and doc.get("waiting_bytes") == 422 << 20,
+         "status --json during warm-up: idle_state warmup, busy_ratio about 0.2 beside busy_threshold_ratio 0.005, "
+         "waiting_bytes 422 MiB", j.stdout[:1500] + j.stderr)
+    noisy = [n for n in numbers(doc) if isinstance(n, float) and len(repr(n).split(".")[-1]) > 6]
+    c.ok(doc and not noisy, "status --json: no number with more than six decimals", f"{noisy}\n{j.stdout[:1500]}")
 
 
 def check_dry_run(c, binary, sock, machine):
@@ -128,11 +147,11 @@ def check_dry_run(c, binary, sock, machine):
 
     def would():
         r = status(binary, sock)
-        return r if re.search(r"would reclaim: [1-9][0-9.]*[KMG]iB in [1-9]", r.stdout) else None
+        return r if re.search(r"would reclaim: [1-9][0-9.]* [KMG]iB in [1-9]", r.stdout) else None
     r = wait_for(would, 15) or status(binary, sock)
     c.ok(re.search(r"last action: \S+ would reclaim [1-9]", r.stdout),
          "status after a dry run says what it would have reclaimed, and its last action", r.stdout + r.stderr)
-    c.ok(re.search(r"^reclaimed: 0B in 0 steps", r.stdout, re.M), "a dry run counts nothing as reclaimed", r.stdout)
+    c.ok(re.search(r"^reclaimed: 0 B in 0 steps", r.stdout, re.M), "a dry run counts nothing as reclaimed", r.stdout)
     j = status(binary, sock, "--json")
     doc = status_json(j.stdout)
     c.ok(doc.get("dry_run") is True and doc.get("would_reclaim_bytes", 0) > 0,

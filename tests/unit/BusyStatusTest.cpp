@@ -1,4 +1,5 @@
-// The busy cgroups as `reclaimd status` shows them: text, JSON and metrics.
+// The busy cgroups as `reclaimd status` shows them: text, JSON and metrics, as ratios in JSON and
+// metrics alike.
 #include <gtest/gtest.h>
 
 #include "controller/operate/Status.h"
@@ -12,13 +13,15 @@ Status busyMachine() {
   s.requestedMode = s.effectiveMode = "gradual";
   s.idleState = "busy";
   s.windowBusyPercent = 2.6;
+  s.busyThresholdPercent = 0.5;
   s.busyCgroups = {{"bg.slice", 2.125}, {"user.slice/user-1000.slice/a\nb.scope", 0.5}, {"/", 0.0625}};
   return s;
 }
 
 TEST(BusyStatus, TextNamesTheCgroupsWhileNotIdle) {
   const std::string t = formatStatus(busyMachine());
-  EXPECT_NE(t.find("\nkept busy by: bg.slice 2.1%, user.slice/user-1000.slice/a\\x0ab.scope 0.5%, / 0.06%\n"),
+  EXPECT_NE(t.find("\nkept busy by: bg.slice 2.1%, user.slice/user-1000.slice/a\\x0ab.scope 0.5%, / 0.06% "
+                   "(of all CPUs; idle at or under 0.5%)\n"),
             std::string::npos)
       << t;
   EXPECT_LT(t.find("machine: busy"), t.find("kept busy by:")) << "right under the machine's own share";
@@ -33,7 +36,7 @@ TEST(BusyStatus, TextNamesTheCgroupsWhileNotIdle) {
 TEST(BusyStatus, JsonCarriesThemAndReadsThemBack) {
   const Status s = busyMachine();
   const std::string j = formatStatusJson(s);
-  EXPECT_NE(j.find("\"busy_cgroups\": [\n    {\n      \"busy_pct\": 2.125,\n      \"path\": \"bg.slice\"\n    },"),
+  EXPECT_NE(j.find("\"busy_cgroups\": [\n    {\n      \"busy_ratio\": 0.02125,\n      \"path\": \"bg.slice\"\n    },"),
             std::string::npos)
       << j;
   auto back = parseStatusJson(j);
@@ -44,7 +47,7 @@ TEST(BusyStatus, JsonCarriesThemAndReadsThemBack) {
   EXPECT_EQ(formatStatus(*back), formatStatus(s));
   EXPECT_NE(formatStatusJson(Status{}).find("\"busy_cgroups\": []"), std::string::npos);
   EXPECT_TRUE(parseStatusJson("{\"idle_state\": \"busy\"}")->busyCgroups.empty()) << "an older daemon";
-  EXPECT_FALSE(parseStatusJson("{\"busy_cgroups\": [{\"busy_pct\": \"high\"}]}").ok());
+  EXPECT_FALSE(parseStatusJson("{\"busy_cgroups\": [{\"busy_ratio\": \"high\"}]}").ok());
 }
 
 TEST(BusyStatus, MetricsGaugeIsARatioPerCgroup) {

@@ -71,6 +71,7 @@ Status sample() {
   s.idleState = "warmup";
   s.windowBusyPercent = 0;
   s.busyRatio = 0.432;
+  s.busyThresholdPercent = 0.5;
   s.reclaimStartsInSeconds = 37;
   s.dryRun = true;
   s.wouldReclaimBytes = 64 << 20;
@@ -134,10 +135,10 @@ TEST(Metrics, Conventions) {
 TEST(StatusText, WarmupDryRunAndCountdown) {
   const std::string t = formatStatus(sample());
   for (const char* key :
-       {"version: 0.1.0 (abc123)", "machine: warmup (busy 43.2% so far)", "reclaim starts in: 37s",
-        "would reclaim: 64MiB in 2 steps", "trimmed while busy: 48MiB in 12 probes, 1 held by refaults",
-        "last action: would reclaim 32.0 MiB", "target build.slice/a\\x0ab: rule build.slice/**",
-        "reclaimable 512MiB"}) {
+       {"version: 0.1.0 (abc123)", "machine: warmup (busy 43.2% so far, idle at or under 0.5%)",
+        "reclaim starts in: 37s", "would reclaim: 64.0 MiB in 2 steps",
+        "trimmed while busy: 48.0 MiB in 12 probes, 1 held by refaults", "last action: would reclaim 32.0 MiB",
+        "target build.slice/a\\x0ab: rule build.slice/**", "reclaimable 512.0 MiB"}) {
     EXPECT_NE(t.find(key), std::string::npos) << key << "\n" << t;
   }
   EXPECT_EQ(t.find("a\nb"), std::string::npos) << "a newline in a cgroup name cannot forge a line";

@@ -257,6 +257,8 @@ def main(argv=None):
                add=[(a.reclaimd, "/usr/bin/reclaimd"), (os.path.join(HERE, "guest", "lib.sh"), "/test/lib.sh"),
                     (os.path.join(HERE, "guest", "units.sh"), "/test/units.sh")],
                data="4x100,32", env={"PHASES": a.phases, "TRIM": a.trim, "SAMPLE_PERIOD": a.sample_period,
+                    # each trim probe is a reclaim_step at debug (info has one summary per 10 min)
+                    "LOGLEVEL": "debug",
                     "STATUS_AT_S": str(STATUS_AT_S),
                     "FLOOR": f"{a.floor}M" if a.floor != 128 else ""}, timeout=540,
                log_dir=a.log_dir or f"/tmp/reclaimd-vm-neveridle-{a.kernel}", on_line=timeline.add)

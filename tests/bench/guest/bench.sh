@@ -260,7 +260,8 @@ idle() { # idle NAME MS: stay quiet; figures at both ends
 }
 
 if [ -e /etc/bench/policy.yaml ]; then
-	reclaimd --config /etc/bench/policy.yaml &
+	# debug: the figures count each trim probe (reclaim_step kind=trim), which info only summarizes
+	reclaimd --config /etc/bench/policy.yaml --log-level debug &
 	PID=$!
 fi
 if [ -n "$WORK_CGROUP" ]; then # reclaimd stays in the root cgroup; the work moves
