@@ -141,7 +141,8 @@ scenario matrix
 PID=
 case ${CONTROLLER:-none} in
 reclaimd)
-	reclaimd --config /etc/matrix/policy.yaml &
+	# debug: the figures count each trim probe (reclaim_step kind=trim), which info only summarizes
+	reclaimd --config /etc/matrix/policy.yaml --log-level debug &
 	PID=$!
 	;;
 damon) damon_on ;;
