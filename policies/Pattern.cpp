@@ -47,14 +47,19 @@ Result<std::size_t> bracketEnd(std::string_view c, std::size_t open, std::size_t
   std::optional<Error> wrong;  // said only when the expression is closed: else it is no expression
   std::size_t i = open + 1;
   if (i < c.size() && (c[i] == '!' || c[i] == '^')) ++i;
-  if (i < c.size() && c[i] == ']') ++i;  // a ']' first is a member, not the end
-  for (; i < c.size() && c[i] != ']'; ++i) {
+  const std::size_t first = i;  // a ']' first is a member (and may start a range), not the end
+  for (; i < c.size() && (c[i] != ']' || i == first); ++i) {
     if (c[i] == '[' && i + 1 < c.size() && (c[i + 1] == ':' || c[i + 1] == '=' || c[i + 1] == '.')) {
       const char kind = c[i + 1];
       const std::size_t close = c.find(std::string{kind, ']'}, i + 2);
       if (close == std::string_view::npos) return invalidError("unclosed \"[" + std::string(1, kind) + "\"" + where(i));
       if (kind == ':' && !knownClass(c.substr(i + 2, close - i - 2)) && !wrong)
         wrong = invalidError("unknown character class \"" + std::string(c.substr(i, close + 2 - i)) + "\"" + where(i));
+      // "[.a.]" and "[=a=]" name one character; a longer name is a locale's collating element,
+      // which fnmatch in the daemon's locale does not know: the expression would match nothing.
+      if (kind != ':' && close - i - 2 != 1 && !wrong)
+        wrong = invalidError("\"" + std::string(c.substr(i, close + 2 - i)) + "\"" + where(i) +
+                             " names no single character");
       i = close + 1;
       continue;
     }

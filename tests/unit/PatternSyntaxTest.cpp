@@ -28,6 +28,9 @@ TEST(PatternSyntax, MalformedBracketsAreRefusedWithTheirPosition) {
       {"x[[:alfa:]]*", "unknown character class \"[:alfa:]\" at position 3"},
       {"x[[:alpha:]*", "unclosed '[' at position 2"},
       {"x[[:alpha*", "unclosed \"[:\" at position 3"},
+      {"[]--]", "the range \"]--\" at position 2 is empty"},
+      {"x[[.ab.]]y", "\"[.ab.]\" at position 3 names no single character"},
+      {"x[[=hyphen=]]", "\"[=hyphen=]\" at position 3 names no single character"},
   };
   for (const Case& c : cases) {
     auto p = Pattern::parse(c.pattern);
