@@ -87,24 +87,53 @@ std::vector<BusyCgroup> BusyCgroups::top(std::size_t n, TimePoint now) const {
 std::vector<QuietCgroup> BusyCgroups::quiet(double thresholdPercent,
                                             const std::function<bool(std::string_view)>& pick) const {
   if (!newest_) return {};
-  const Snapshot* from = nullptr;
+  // The scans from the newest one at least a window old up to the newest: a cgroup is quiet
+  // when it was quiet over the whole span AND between every two of them, so that light work
+  // in part of the window is not averaged away (the grace is sustained quiet).
+  std::vector<const Snapshot*> chain;
   for (const Snapshot& s : anchors_) {
-    if (newest_->at - s.at >= window_) from = &s;
+    if (newest_->at - s.at >= window_) chain.clear();
+    if (newest_->at - s.at >= window_ || !chain.empty()) chain.push_back(&s);
   }
-  if (!from) return {};
-  ByPath before;
-  for (const CgroupCpu& c : from->scan.cgroups)
-    before.emplace(c.path, &c);
-  const double span = duration<double>(newest_->at - from->at).count();
+  if (chain.empty()) return {};
+  chain.push_back(&*newest_);
+  std::vector<ByPath> byPath(chain.size() - 1);
+  for (std::size_t i = 0; i + 1 < chain.size(); ++i)
+    for (const CgroupCpu& c : chain[i]->scan.cgroups) byPath[i].emplace(c.path, &c);
+  // The share of one CPU `c` used since the scan `i`, if that scan saw the same cgroup.
+  auto percentSince = [&](std::size_t i, const CgroupCpu& c) -> std::optional<double> {
+    auto it = byPath[i].find(c.path);
+    if (it == byPath[i].end() || it->second->inode != c.inode || c.usage < it->second->usage) return std::nullopt;
+    const double span = duration<double>(chain.back()->at - chain[i]->at).count();
+    return 100.0 * duration<double>(c.usage - it->second->usage).count() / span;
+  };
+  // Quiet between every two scans that saw it (a scan that did not read it, an incomplete
+  // one, joins the spans around it).
+  auto quietThroughout = [&](const CgroupCpu& c) {
+    const CgroupCpu* later = &c;
+    TimePoint laterAt = chain.back()->at;
+    for (std::size_t i = chain.size() - 1; i-- > 0;) {
+      auto it = byPath[i].find(c.path);
+      if (it == byPath[i].end() || it->second->inode != c.inode) continue;
+      const CgroupCpu* earlier = it->second;
+      if (later->usage < earlier->usage) return false;
+      const double span = duration<double>(laterAt - chain[i]->at).count();
+      if (span > 0 && 100.0 * duration<double>(later->usage - earlier->usage).count() / span > thresholdPercent)
+        return false;
+      later = earlier;
+      laterAt = chain[i]->at;
+    }
+    return true;
+  };
   std::vector<QuietCgroup> out;
   for (const CgroupCpu& c : newest_->scan.cgroups) {
     if (!pick(c.path)) continue;
-    auto it = before.find(c.path);
     // Not there a window ago (or another cgroup under its name, or a counter that went back):
     // it has not been quiet for a whole window, as far as anyone can tell.
-    if (it == before.end() || it->second->inode != c.inode || c.usage < it->second->usage) continue;
-    const double percent = 100.0 * duration<double>(c.usage - it->second->usage).count() / span;
-    if (percent <= thresholdPercent) out.push_back(QuietCgroup{c.path, c.inode, c.usage, newest_->at, percent});
+    const auto percent = percentSince(0, c);
+    if (!percent || *percent > thresholdPercent) continue;
+    if (quietThroughout(c))
+      out.push_back(QuietCgroup{c.path, c.inode, c.usage, newest_->at, *percent});
   }
   return out;
 }

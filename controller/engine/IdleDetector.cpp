@@ -17,6 +17,43 @@ const char* toString(IdleState state) {
 void IdleDetector::reset() {
   history_.clear();
   inPeriod_ = false;
+  busySince_.reset();
+  workEndedAt_.reset();
+}
+
+namespace {
+bool isWork(TimePoint since, TimePoint until, std::chrono::nanoseconds interval) {
+  return until - since > 2 * interval;
+}
+}  // namespace
+
+TimePoint IdleDetector::workEnd() const {
+  const CpuSample& last = history_.back();
+  const CpuSample& first = history_.front();
+  const double wall = static_cast<double>((last.at - first.at).count());
+  const double rate = wall > 0 ? static_cast<double>((last.total - first.total).count()) / wall : 1.0;
+  double allowance = config_.thresholdPercent / 100.0 * rate * static_cast<double>(config_.interval.count());
+  for (std::size_t k = history_.size() - 1; k > 0; --k) {
+    const CpuSample& a = history_[k - 1];
+    const CpuSample& b = history_[k];
+    const double busy = std::max(0.0, static_cast<double>(((b.busy - a.busy) - (b.own - a.own)).count()));
+    if (busy > allowance) {
+      // Busy time packed at the span's start on every CPU: the earliest end the counters allow,
+      // so the grace it starts is never later than the truth.
+      const double span = static_cast<double>((b.at - a.at).count());
+      const double wallNs = rate > 0 ? std::min(span, (busy - allowance) / rate) : span;
+      return a.at + std::chrono::nanoseconds(static_cast<std::int64_t>(wallNs));
+    }
+    allowance -= busy;
+  }
+  return first.at;
+}
+
+std::optional<TimePoint> IdleDetector::graceEnd() const {
+  if (busySince_ && isWork(*busySince_, history_.back().at, config_.interval))
+    return workEnd() + config_.grace;
+  if (workEndedAt_) return *workEndedAt_ + config_.grace;
+  return std::nullopt;
 }
 
 const CpuSample* IdleDetector::sampleAtOrBefore(TimePoint t) const {
@@ -63,6 +100,7 @@ IdleVerdict IdleDetector::add(const CpuSample& sample) {
   const CpuSample* intervalStart = sampleAtOrBefore(sample.at - config_.interval);
   if (intervalStart == nullptr) intervalStart = &history_.front();
   if (intervalStart != &history_.back()) verdict.intervalPercent = busyPercent(*intervalStart, sample);
+  trackRun(verdict.intervalPercent > config_.thresholdPercent);
 
   if (windowStart == nullptr) {
     verdict.state = IdleState::Warmup;
@@ -71,7 +109,9 @@ IdleVerdict IdleDetector::add(const CpuSample& sample) {
   verdict.windowPercent = busyPercent(*windowStart, sample);
   const bool windowQuiet = verdict.windowPercent <= config_.thresholdPercent;
   const bool intervalQuiet = verdict.intervalPercent <= config_.thresholdPercent;
-  if (!windowQuiet) {
+  const auto graceEnds = graceEnd();
+  const bool graceOver = inPeriod_ || !graceEnds || sample.at >= *graceEnds;
+  if (!windowQuiet || !graceOver) {
     verdict.state = IdleState::Busy;
     verdict.periodEnded = verdict.periodEnded || inPeriod_;
     inPeriod_ = false;
@@ -111,11 +151,24 @@ TimePoint IdleDetector::quietAt(std::chrono::nanoseconds length) const {
   return now + length;  // unreachable: the newest sample as anchor always gives a quiet span
 }
 
+void IdleDetector::trackRun(bool intervalBusy) {
+  const TimePoint now = history_.back().at;
+  if (intervalBusy) {
+    if (!busySince_) busySince_ = now;
+    lastBusyAt_ = now;
+    return;
+  }
+  if (busySince_ && isWork(*busySince_, lastBusyAt_, config_.interval)) workEndedAt_ = workEnd();
+  busySince_.reset();
+}
+
 std::optional<TimePoint> IdleDetector::predictIdle() const {
   if (history_.empty()) return std::nullopt;
   const TimePoint window = quietAt(config_.grace);
   const TimePoint interval = quietAt(config_.interval);
-  return std::max(window, interval);
+  const TimePoint quiet = std::max(window, interval);
+  if (inPeriod_) return quiet;
+  return std::max(quiet, graceEnd().value_or(quiet));
 }
 
 }  // namespace reclaimd::controller

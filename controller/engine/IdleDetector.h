@@ -7,6 +7,13 @@
 // - The window must be full: right after start or a reset, the grace period runs in full.
 // - A short burst blocks the current tick (the interval is over the threshold) but keeps
 //   the window's history: when the burst is small the idle period goes on right after it.
+// - The grace is sustained quiet: after work (a run of busy intervals longer than two
+//   intervals) the machine is idle only once the whole grace has passed since the work ended,
+//   whatever the window's average says. Light work (1 % of the CPUs for a minute) would
+//   otherwise average out under the threshold part-way through the grace. The work ended at
+//   the earliest moment after which the machine did less than one quiet interval's allowance
+//   of work, so heavy work keeps the window's timing (within threshold x interval). Shorter
+//   bursts are judged by the window alone, so that periodic noise cannot postpone the grace.
 // - The idle period ends only when the window goes busy, or on a reset.
 // - Counters going backwards (CPU hotplug, a new cgroup under an old name) reset the tracker.
 // - Busy time is reduced by the sampler's own CPU time (`own`), so reclaimd's reads,
@@ -95,11 +102,22 @@ class IdleDetector {
   double busyPercent(const CpuSample& from, const CpuSample& to) const;
   // Earliest t >= the last sample's time at which the span [t - length, t] would be quiet.
   TimePoint quietAt(std::chrono::nanoseconds length) const;
+  // The earliest moment after which the history holds at most one quiet interval's allowance
+  // of busy time.
+  TimePoint workEnd() const;
+  // When the grace that follows work ends, if the busy run in progress (taken to end at the
+  // last sample) or the last one that ended was work; nullopt when no work is on record.
+  std::optional<TimePoint> graceEnd() const;
+  // Follows runs of busy intervals; a run longer than two intervals that ends is work.
+  void trackRun(bool intervalBusy);
   void prune(TimePoint now);
 
   IdleConfig config_;
   std::deque<CpuSample> history_;
   bool inPeriod_ = false;
+  std::optional<TimePoint> busySince_;      // first sample of the busy run in progress
+  TimePoint lastBusyAt_{};                  // last sample of that run
+  std::optional<TimePoint> workEndedAt_;    // end of the last run that was work
 };
 
 }  // namespace reclaimd::controller

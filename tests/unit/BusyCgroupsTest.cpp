@@ -52,27 +52,40 @@ TEST(BusyCgroups, QuietNamesWhatUsedAtMostTheThresholdOverAWholeWindow) {
     return scanOf({{"build.scope", {2, a}}, {"editor.service", {3, b}}, {"remade.scope", {remadeInode, c}}});
   };
   addAt(busy, 0s, at(5s, 1s, 0s, 4));
-  addAt(busy, 30s, at(5s, 1200ms, 0s, 4));
+  addAt(busy, 30s, at(5100ms, 1200ms, 0s, 4));
   EXPECT_TRUE(busy.quiet(0.5, all).empty()) << "no scan a window back yet";
-  addAt(busy, 60s, at(5s, 1400ms, 0s, 4));
-  addAt(busy, 90s, at(5s, 1600ms, 0s, 4));
-  addAt(busy, 120s, at(5s + 500ms, 1800ms, 0s, 5));  // build: 0.42 % of one CPU; remade: a new inode
+  addAt(busy, 60s, at(5200ms, 1400ms, 0s, 4));
+  addAt(busy, 90s, at(5300ms, 1600ms, 0s, 4));
+  addAt(busy, 120s, at(5400ms, 1800ms, 0s, 5));  // build: 0.33 % of one CPU; remade: a new inode
   auto quiet = busy.quiet(0.5, all);
   ASSERT_EQ(quiet.size(), 1u);
   EXPECT_EQ(quiet[0].path, "build.scope");
-  EXPECT_NEAR(quiet[0].percent, 100.0 * 0.5 / 120, 1e-9);
-  EXPECT_EQ(quiet[0].usage, 5s + 500ms);
+  EXPECT_NEAR(quiet[0].percent, 100.0 * 0.4 / 120, 1e-9);
+  EXPECT_EQ(quiet[0].usage, 5400ms);
   EXPECT_EQ(quiet[0].at, kStart + 120s);
-  EXPECT_TRUE(busy.quiet(0.4, all).empty()) << "0.42 % is over a 0.4 % threshold";
+  EXPECT_TRUE(busy.quiet(0.3, all).empty()) << "0.33 % is over a 0.3 % threshold";
   EXPECT_TRUE(busy.quiet(0.5, [](std::string_view p) { return p != "build.scope"; }).empty());
   // The baseline is the newest scan a whole window back: at 150 s the one at 30 s.
-  addAt(busy, 150s, at(5s + 500ms, 2000ms, 0s, 5));
+  addAt(busy, 150s, at(5400ms, 2000ms, 0s, 5));
   quiet = busy.quiet(0.5, all);
   ASSERT_EQ(quiet.size(), 1u);
-  EXPECT_NEAR(quiet[0].percent, 100.0 * 0.5 / 120, 1e-9);
+  EXPECT_NEAR(quiet[0].percent, 100.0 * 0.3 / 120, 1e-9);
   // A counter that went backwards (a restart) is not history to judge by.
   addAt(busy, 180s, at(1s, 2200ms, 0s, 5));
   EXPECT_TRUE(busy.quiet(0.5, all).empty());
+}
+
+// The grace is sustained quiet: work in one scan period (1.67 % of a CPU for 30 s) keeps a
+// cgroup from being quiet, although its average over the window (0.42 %) is under the
+// threshold.
+TEST(BusyCgroups, WorkInOneScanPeriodIsNotQuietWhateverTheAverage) {
+  BusyCgroups busy(120s);
+  auto all = [](std::string_view) { return true; };
+  for (int i = 0; i <= 3; ++i) addAt(busy, i * 30s, scanOf({{"build.scope", {2, 5s}}}));
+  addAt(busy, 120s, scanOf({{"build.scope", {2, 5500ms}}}));
+  EXPECT_TRUE(busy.quiet(0.5, all).empty());
+  for (int i = 5; i <= 8; ++i) addAt(busy, i * 30s, scanOf({{"build.scope", {2, 5500ms}}}));
+  EXPECT_EQ(busy.quiet(0.5, all).size(), 1u) << "quiet a whole window after the work";
 }
 
 // Over 60 s on two CPUs (120 s of CPU time): a service at 2 %, a leaf slice at 1 %, a session

@@ -171,10 +171,12 @@ TEST_F(EngineUnitsTest, BesideRulesAUnitStaysATargetAcrossTheWalks) {
 TEST_F(EngineUnitsTest, AnIdleMachineIsReclaimedAsAWholeNotUnitByUnit) {
   sim_.addCgroup("user.slice", 0);
   sim_.addCgroup("user.slice/build.scope", 600 * kMiB);
-  sim_.setMachineBusy(0.02);
+  sim_.setMachineBusy(0.02);  // the build's last 30 s
+  sim_.cgroup("user.slice/build.scope").cpuShare = 0.02;
   start(kNoTrim);
   run(30s);
   sim_.setMachineBusy(0);  // nobody works: the machine goes idle after its grace
+  sim_.cgroup("user.slice/build.scope").cpuShare = 0;
   run(4min);
   EXPECT_GT(count("idle_entered"), 0u);
   EXPECT_EQ(writesTo("user.slice/build.scope"), 0u);

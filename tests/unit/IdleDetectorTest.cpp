@@ -208,8 +208,9 @@ TEST(IdleDetector, PredictsTheMomentTheWindowCompletes) {
   m.advance(1s, 0.0);
   auto predicted = m.detector().predictIdle();
   ASSERT_TRUE(predicted.has_value());
-  // 0.5 % of a 120 s window may still be busy: one busy CPU's last 0.6 s.
-  EXPECT_EQ(*predicted - TimePoint{}, workEnd + 119400ms);
+  // The grace runs from the moment after which at most one quiet interval's allowance of work
+  // was done (0.5 % of 10 s: one busy CPU's last 50 ms).
+  EXPECT_EQ(*predicted - TimePoint{}, workEnd + 119950ms);
   // Quiet samples up to just before the prediction are not idle; one just after is.
   while (m.elapsed() + 1s < *predicted - TimePoint{})
     EXPECT_FALSE(m.advance(1s, 0.0).idle());
@@ -257,6 +258,71 @@ TEST(IdleDetector, PredictionIsNeverLaterThanTheTruth) {
     EXPECT_GE(*firstIdle, *predicted - TimePoint{}) << "load " << load;
     EXPECT_LT(*firstIdle - (*predicted - TimePoint{}), 100ms) << "load " << load;
   }
+}
+
+// Work at 1 % of the CPUs for 75 s under a 60 s grace: the window's average falls under the
+// 0.5 % threshold about 28 s after the work, but the grace promises sustained quiet.
+TEST(IdleDetector, GraceIsSustainedAfterLightWork) {
+  for (int cpus : {1, 8}) {
+    Machine m(IdleConfig{0.5, 60s, 10s}, cpus);
+    m.baseline();
+    m.run(120s, 0.0);
+    ASSERT_TRUE(m.detector().inIdlePeriod());
+    m.run(75s, 0.01 * cpus);  // light work, then nothing
+    ASSERT_FALSE(m.detector().inIdlePeriod()) << cpus << " CPUs: the work ended the period";
+    const nanoseconds workEnd = m.elapsed();
+    std::optional<nanoseconds> firstIdle;
+    m.run(120s, 0.0, &firstIdle);
+    ASSERT_TRUE(firstIdle.has_value());
+    // The work's last 5 s carried one interval's allowance (0.5 % of 10 s at 1 %).
+    EXPECT_GE(*firstIdle - workEnd, 55s) << cpus << " CPUs";
+    EXPECT_LE(*firstIdle - workEnd, 56s) << cpus << " CPUs";
+  }
+}
+
+TEST(IdleDetector, TheSustainedGraceIsPredicted) {
+  Machine m(IdleConfig{0.5, 60s, 10s});
+  m.baseline();
+  m.run(75s, 0.01);
+  m.advance(1s, 0.0);
+  auto predicted = m.detector().predictIdle();
+  ASSERT_TRUE(predicted.has_value());
+  std::optional<nanoseconds> firstIdle;
+  while (!firstIdle)
+    if (m.advance(100ms, 0.0).idle()) firstIdle = m.elapsed();
+  EXPECT_GE(*firstIdle, *predicted - TimePoint{});
+  EXPECT_LT(*firstIdle - (*predicted - TimePoint{}), 100ms);
+}
+
+// Short bursts after the work (a cron job, a shell prompt) do not restart the grace: they are
+// judged by the window, as during an idle period.
+TEST(IdleDetector, NoiseAfterWorkDoesNotDelayTheGrace) {
+  Machine m(kSeed);
+  m.baseline();
+  m.run(300s, 1.0);
+  const nanoseconds workEnd = m.elapsed();
+  m.run(60s, 0.0);
+  m.advance(1s, 0.05);  // 50 ms of work: over the interval's threshold, under the window's
+  std::optional<nanoseconds> firstIdle;
+  m.run(100s, 0.0, &firstIdle);
+  ASSERT_TRUE(firstIdle.has_value());
+  EXPECT_LE(*firstIdle - workEnd, 121s);
+}
+
+// A burst of a few seconds during the grace, heavy enough to make the window busy, is judged
+// by the window: the grace then runs from the burst.
+TEST(IdleDetector, ABurstDuringTheGraceIsJudgedByTheWindow) {
+  Machine m(kSeed);
+  m.baseline();
+  m.run(300s, 1.0);
+  m.run(60s, 0.0);
+  m.run(3s, 1.0);
+  const nanoseconds burstEnd = m.elapsed();
+  std::optional<nanoseconds> firstIdle;
+  m.run(200s, 0.0, &firstIdle);
+  ASSERT_TRUE(firstIdle.has_value());
+  EXPECT_GE(*firstIdle - burstEnd, 110s);
+  EXPECT_LE(*firstIdle - burstEnd, 120s);
 }
 
 TEST(IdleDetector, SpanPercentIsTheLastSampleAlone) {
