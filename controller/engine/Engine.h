@@ -56,9 +56,6 @@ struct EngineSetup {
   bool traceTicks = true;
 };
 
-// Refaults that jumped after a probe stop probing that target this long; then probing starts
-// again (a working set changes; the probe finds the new one).
-inline constexpr std::chrono::minutes kTrimHold{30};
 // Trim probes are logged at debug; at info each trimmed target gets one summary line this often
 // (a probe every trim.interval, 6 s by default, was 600 info lines an hour per busy target).
 inline constexpr std::chrono::minutes kTrimSummaryEvery{10};
@@ -212,6 +209,7 @@ class Engine {
   void planTrims(const proc::Meminfo& mem, TimePoint now, std::uint64_t used, std::vector<PlannedShare>& out) const;
   void scheduleTrims(TimePoint now);
   void holdTrim(TargetState& t, const RefaultJump& jump, TimePoint now);
+  TrimLawSettings trimLaw(const TargetState& t) const;
 
   // EngineStatus.cpp: one target's part of the status.
   TargetStatus targetStatus(const TargetState& t, TimePoint now, double unixNow,

@@ -60,7 +60,11 @@ void Engine::judgeTrim(TargetState& t, TimePoint now) {
 bool Engine::trimDue(const TargetState& t, TimePoint now) const {
   return t.gov.trim.enabled && t.gov.mode == policies::Mode::Gradual && !t.gone && !t.idle && t.trim.working &&
          t.trim.busySince && now - *t.trim.busySince >= t.gov.idle.grace && now >= t.trim.next &&
-         now >= t.trim.heldUntil;
+         !t.trim.law.held(now);
+}
+
+TrimLawSettings Engine::trimLaw(const TargetState& t) const {
+  return TrimLawSettings{t.gov.trim.minStep, t.gov.trim.percent, policy_.reclaim.chunk, t.gov.idle.grace};
 }
 
 // Probes for the busy targets due one, after `used` bytes of the machine's room went to idle
@@ -78,8 +82,7 @@ void Engine::planTrims(const proc::Meminfo& mem, TimePoint now, std::uint64_t us
     const std::uint64_t reclaimable = t.measured->reclaimable;
     const std::uint64_t keep = t.floor();
     if (reclaimable <= keep) continue;
-    const auto share = static_cast<std::uint64_t>(static_cast<double>(reclaimable) * t.gov.trim.percent / 100.0);
-    const std::uint64_t bytes = std::min({std::max(share, t.gov.trim.minStep), reclaimable - keep, room});
+    const std::uint64_t bytes = std::min(t.trim.law.size(reclaimable - keep, trimLaw(t)), room);
     if (bytes < policies::kMinRequestBytes) continue;
     room -= bytes;
     out.push_back(PlannedShare{t.id, bytes, reclaimable, true, keep});
@@ -89,6 +92,9 @@ void Engine::planTrims(const proc::Meminfo& mem, TimePoint now, std::uint64_t us
 void Engine::scheduleTrims(TimePoint now) {
   for (TargetState& t : targets_) {
     if (!trimDue(t, now) || !t.measured) continue;
+    const std::uint64_t above = t.measured->reclaimable - std::min(t.measured->reclaimable, t.floor());
+    if (t.trim.baselined) t.trim.law.probed(now, above, trimLaw(t));
+    else t.trim.law.start(now, above, trimLaw(t));
     if (!t.trim.baselined) {
       emit(Severity::Info, "trim_started")
           .add("cgroup", t.label())
@@ -102,16 +108,29 @@ void Engine::scheduleTrims(TimePoint now) {
   }
 }
 
-// Refaults jumped after a probe: the probe reached cache the work uses.
+// Refaults jumped after a probe: the probe reached cache the work uses. Once, the kernel is
+// still learning what is hot; recurring, the probes are at the bottom and probing holds.
 void Engine::holdTrim(TargetState& t, const RefaultJump& jump, TimePoint now) {
-  t.trim.heldUntil = now + kTrimHold;
+  const auto hold = t.trim.law.refaulted(now, t.measured->reclaimable, trimLaw(t));
+  if (!hold) {
+    emit(Severity::Info, "trim_refaulted")
+        .add("cgroup", t.label())
+        .mib("reclaimable_mib", t.measured->reclaimable)
+        .mib("next_probe_mib", t.trim.law.step())
+        .add("reason", "refaults after a probe: the next probes start again from the smallest step")
+        .add("excess_pages", jump.excessPages)
+        .add("rate_before_pps", jump.rateBefore, 1)
+        .add("rate_after_pps", jump.rateAfter, 1);
+    return;
+  }
   t.trim.baselined = false;  // after the hold, a fresh rate to judge the next probe by
   ++trimHolds_;
   emit(Severity::Info, "trim_held")
       .add("cgroup", t.label())
       .mib("held_mib", t.measured->reclaimable)
-      .add("for_s", duration<double>(kTrimHold).count(), 0)
-      .add("reason", "refaults jumped after a probe: the work reads this cache; no probe until the hold ends")
+      .add("for_s", duration<double>(*hold).count(), 0)
+      .add("holds", t.trim.law.holds())
+      .add("reason", "refaults recur after probes: what is left is the work's; no probe until the hold ends")
       .add("excess_pages", jump.excessPages)
       .add("rate_before_pps", jump.rateBefore, 1)
       .add("rate_after_pps", jump.rateAfter, 1);

@@ -16,6 +16,7 @@
 #include "controller/engine/IdleDetector.h"
 #include "controller/engine/Ports.h"
 #include "controller/engine/Refault.h"
+#include "controller/engine/TrimLaw.h"
 #include "controller/engine/Scope.h"
 #include "policies/Policy.h"
 
@@ -28,8 +29,7 @@ struct TrimState {
   bool working = false;                // its current interval is over the threshold too
   bool baselined = false;              // refaults read once before the first probe: a rate to judge by
   TimePoint next{};                    // the next probe
-  // Refaults jumped after a probe: the probes reached cache the work uses. No probe until then.
-  TimePoint heldUntil{};
+  TrimLaw law;                         // the probes' size, and holds after recurring refaults
   std::uint64_t bytes = 0;   // freed by probes, in total
   std::uint64_t probes = 0;  // probes written
 };

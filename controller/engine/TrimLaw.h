@@ -1,0 +1,65 @@
+// How big a busy target's next probe is, and when refaults stop probing: the trimming law.
+//
+// A probe is a small memory.reclaim write; the kernel takes the coldest pages first. Refaults
+// after a probe (cache the work reads coming back from disk) say that this probe touched cache
+// in use, not that nothing cold is left: an LRU that has not yet seen the work's hot set read
+// twice (classic LRU's workingset activation, MGLRU's tiers) gives some of it up at first
+// contact, learns from the refault, and keeps it from then on. So:
+// - Probes start at the smallest step. A refault puts the step back there; a stretch as long
+//   as the idle grace with no refault doubles it every probe (up to a quarter of what lies
+//   above the floor, and the policy's step), so cold cache goes in minutes once the kernel
+//   knows what is hot.
+// - Only refaults that recur within a stretch of each other say the probes are at the bottom
+//   (what is left is the work's); then probing holds for one stretch, doubling while the
+//   refaults recur right after each hold, up to kMaxHold. A clean stretch ends the escalation.
+// Pure: fed with the time and the target's figures.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+
+#include "base/Clock.h"
+
+namespace reclaimd::controller {
+
+struct TrimLawSettings {
+  std::uint64_t minStep = 4ULL << 20;    // the smallest probe (trim.min_step)
+  double percent = 1;                    // of what lies above the floor, for the first probe
+  std::uint64_t maxStep = 256ULL << 20;  // the policy's reclaim step
+  std::chrono::nanoseconds stretch = std::chrono::minutes(2);  // the idle grace
+};
+
+// The longest hold: refaults recurring after every hold make it double up to this.
+inline constexpr std::chrono::minutes kMaxHold{30};
+
+class TrimLaw {
+ public:
+  // Probing starts (or starts again after a hold) with `above` bytes over the floor.
+  void start(TimePoint now, std::uint64_t above, const TrimLawSettings& s);
+  // The next probe's size with `above` bytes over the floor: the step, but never more than a
+  // quarter of `above` (or the smallest step), nor more than `above`.
+  std::uint64_t size(std::uint64_t above, const TrimLawSettings& s) const;
+  // A probe was sent at `now`: after a clean stretch the step doubles.
+  void probed(TimePoint now, std::uint64_t above, const TrimLawSettings& s);
+  // Refaults jumped after a probe, the target at `reclaimable`. Returns the hold, if one starts.
+  std::optional<std::chrono::nanoseconds> refaulted(TimePoint now, std::uint64_t reclaimable,
+                                                    const TrimLawSettings& s);
+
+  bool held(TimePoint now) const { return now < heldUntil_; }
+  TimePoint heldUntil() const { return heldUntil_; }
+  std::uint64_t heldLevel() const { return heldLevel_; }
+  std::uint64_t step() const { return step_; }
+  unsigned holds() const { return holds_; }
+  TimePoint cleanSince() const { return cleanSince_; }
+
+ private:
+  std::uint64_t step_ = 0;
+  TimePoint cleanSince_{};
+  std::optional<TimePoint> lastRefault_;
+  unsigned holds_ = 0;  // in a row, without a clean stretch between them
+  TimePoint heldUntil_{};
+  std::uint64_t heldLevel_ = 0;
+};
+
+}  // namespace reclaimd::controller
