@@ -210,6 +210,8 @@ class Engine {
   void scheduleTrims(TimePoint now);
   void holdTrim(TargetState& t, const RefaultJump& jump, TimePoint now);
   TrimLawSettings trimLaw(const TargetState& t) const;
+  void fillTrim(TargetStatus& ts, const TargetState& t, TimePoint now, double unixNow,
+                const std::function<std::string(TimePoint)>& when) const;
 
   // EngineStatus.cpp: one target's part of the status.
   TargetStatus targetStatus(const TargetState& t, TimePoint now, double unixNow,

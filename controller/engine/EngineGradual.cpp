@@ -184,6 +184,7 @@ StepFollowUp Engine::stepEnded(const PlannedShare& share, const StepOutcome& ste
       .mib("floor_mib", share.trim ? share.floor : t->floor());
   if (share.trim && step.freed() > 0) {
     t->trim.bytes += static_cast<std::uint64_t>(step.freed());
+    t->trim.law.freed(static_cast<std::uint64_t>(step.freed()));
     trimmed_ += static_cast<std::uint64_t>(step.freed());
   }
   if (t->unit && step.freed() > 0) unitReclaimed_ += static_cast<std::uint64_t>(step.freed());

@@ -64,6 +64,7 @@ TargetStatus Engine::targetStatus(const TargetState& t, TimePoint now, double un
   }
   ts.reclaimedBytes = t.reclaimedBytes;
   ts.trimmedBytes = t.trim.bytes;
+  fillTrim(ts, t, now, unixNow, when);
   ts.steps = t.steps;
   ts.partial = t.partialSteps;
   ts.writeSeconds = t.writeSeconds;

@@ -17,6 +17,7 @@
 // current interval: a user who paused (past the interval's 10 s), or work that just ended, keeps a warm cache exactly
 // as the seed promises (the grace period before reclaim is unchanged for a machine that goes idle).
 #include <algorithm>
+#include <string>
 
 #include "base/Units.h"
 #include "controller/engine/Engine.h"
@@ -111,13 +112,13 @@ void Engine::scheduleTrims(TimePoint now) {
 // Refaults jumped after a probe: the probe reached cache the work uses. Once, the kernel is
 // still learning what is hot; recurring, the probes are at the bottom and probing holds.
 void Engine::holdTrim(TargetState& t, const RefaultJump& jump, TimePoint now) {
-  const auto hold = t.trim.law.refaulted(now, t.measured->reclaimable, trimLaw(t));
+  const auto hold = t.trim.law.refaulted(now, t.measured->reclaimable, t.measured->refaults * kPageBytes, trimLaw(t));
   if (!hold) {
     emit(Severity::Info, "trim_refaulted")
         .add("cgroup", t.label())
         .mib("reclaimable_mib", t.measured->reclaimable)
         .mib("next_probe_mib", t.trim.law.step())
-        .add("reason", "refaults after a probe: the next probes start again from the smallest step")
+        .add("reason", "refaults after a probe: the kernel is still learning what is hot; the next probes start again from the smallest step")
         .add("excess_pages", jump.excessPages)
         .add("rate_before_pps", jump.rateBefore, 1)
         .add("rate_after_pps", jump.rateAfter, 1);
@@ -130,10 +131,39 @@ void Engine::holdTrim(TargetState& t, const RefaultJump& jump, TimePoint now) {
       .mib("held_mib", t.measured->reclaimable)
       .add("for_s", duration<double>(*hold).count(), 0)
       .add("holds", t.trim.law.holds())
-      .add("reason", "refaults recur after probes: what is left is the work's; no probe until the hold ends")
+      .add("reason", "half of what the probes freed came back from disk: what is left is the work's; no probe until the hold ends")
       .add("excess_pages", jump.excessPages)
       .add("rate_before_pps", jump.rateBefore, 1)
       .add("rate_after_pps", jump.rateAfter, 1);
+}
+
+// What trimming does with `t` now, for status and the metrics: the probe's size and why, or
+// the hold, its end and why; and the cold estimate: what lies above the floor, or above the
+// level where refaults last recurred (the work's cache, as far as the probes have shown).
+void Engine::fillTrim(TargetStatus& ts, const TargetState& t, TimePoint now, double unixNow,
+                      const std::function<std::string(TimePoint)>& when) const {
+  const TrimLaw& law = t.trim.law;
+  const bool held = law.held(now);
+  if (!t.measured || !(held || t.trim.baselined) || !t.gov.trim.enabled || t.idle) return;
+  const std::uint64_t level = std::max(t.floor(), law.heldLevel());
+  const std::uint64_t reclaimable = t.measured->reclaimable;
+  ts.trimColdBytes = reclaimable > level ? reclaimable - level : 0;
+  const std::uint64_t above = reclaimable > t.floor() ? reclaimable - t.floor() : 0;
+  ts.trimProbeBytes = law.size(above, trimLaw(t));
+  const auto since = duration_cast<seconds>(now - law.cleanSince());
+  if (held) {
+    ts.trim = "held";
+    ts.trimHeldUntil = unixNow + duration<double>(law.heldUntil() - now).count();
+    ts.trimHeldUntilText = when(law.heldUntil());
+    ts.trimWhy = "half of what the probes freed came back from disk at " + formatBytes(law.heldLevel()) +
+                 ": what is left is the work's (hold " + std::to_string(law.holds()) + " in a row)";
+    return;
+  }
+  ts.trim = "probing";
+  if (since >= t.gov.idle.grace / 2)
+    ts.trimWhy = "no refault for " + std::to_string(since.count()) + " s: the step doubles each probe";
+  else
+    ts.trimWhy = "small probes until half a grace passes without refaults (" + std::to_string(since.count()) + " s so far)";
 }
 
 }  // namespace reclaimd::controller

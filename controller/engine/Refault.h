@@ -14,6 +14,9 @@
 
 namespace reclaimd::controller {
 
+// workingset_refault_file counts pages; reclaimd's figures are bytes.
+inline constexpr std::uint64_t kPageBytes = 4096;
+
 struct RefaultConfig {
   std::chrono::nanoseconds window = std::chrono::seconds(10);
   std::uint64_t limitPages = 256;  // 1 MiB of 4 KiB pages read back beyond the usual rate

@@ -36,6 +36,13 @@ struct TargetStatus {
   // Set while its last step freed (next to) nothing: no step until its reclaimable cache (above
   // the floor, as reclaimableBytes) regrows to this.
   std::optional<std::uint64_t> waitsForReclaimableBytes{};
+  // Trimming, while the target is busy: "probing" or "held" ("" when it is not trimmed now).
+  std::string trim{};
+  std::uint64_t trimProbeBytes = 0;       // the next probe's size
+  std::uint64_t trimColdBytes = 0;        // what trimming takes for cold (the cold estimate)
+  std::optional<double> trimHeldUntil{};  // Unix time the hold ends
+  std::string trimHeldUntilText{};        // the same, as status prints times
+  std::string trimWhy{};                  // why the probe is that size, or why it is held
 };
 
 struct ScopeStatus {

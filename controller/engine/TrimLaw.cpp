@@ -29,28 +29,42 @@ std::uint64_t TrimLaw::size(std::uint64_t above, const TrimLawSettings& s) const
 }
 
 void TrimLaw::probed(TimePoint now, std::uint64_t above, const TrimLawSettings& s) {
-  if (now - cleanSince_ < s.stretch) return;
+  if (now - cleanSince_ < s.grace / 2) return;
   holds_ = 0;
   // Saturating: a step near 2^63 stays where it is rather than wrapping.
   const std::uint64_t doubled = step_ > UINT64_MAX / 2 ? step_ : 2 * step_;
   step_ = std::max(step_, std::min(doubled, cap(above, s)));
 }
 
+void TrimLaw::freed(std::uint64_t bytes) {
+  freedSince_ = freedSince_ > UINT64_MAX - bytes ? UINT64_MAX : freedSince_ + bytes;
+}
+
+void TrimLaw::rebase(std::uint64_t refaultedBytes) {
+  refaultedAt_ = refaultedBytes;
+  freedSince_ = 0;
+}
+
 std::optional<std::chrono::nanoseconds> TrimLaw::refaulted(TimePoint now, std::uint64_t reclaimable,
-                                                           const TrimLawSettings& s) {
-  const bool recurring = lastRefault_ && now - *lastRefault_ < s.stretch;
+                                                           std::uint64_t refaultedBytes, const TrimLawSettings& s) {
   step_ = s.minStep;
   cleanSince_ = now;
-  lastRefault_ = now;
-  if (!recurring) return std::nullopt;
+  // A counter that went back (a new cgroup under the old name) has no history to judge by.
+  if (!refaultedAt_ || refaultedBytes < *refaultedAt_) {
+    rebase(refaultedBytes);
+    return std::nullopt;
+  }
+  if (freedSince_ / 4 < s.minStep) return std::nullopt;  // too little probed yet to judge
+  const std::uint64_t back = refaultedBytes - *refaultedAt_;
+  const bool bottom = back >= freedSince_ / 2;
+  rebase(refaultedBytes);
+  if (!bottom) return std::nullopt;
   ++holds_;
-  auto hold = std::chrono::duration_cast<std::chrono::nanoseconds>(s.stretch);
+  auto hold = std::chrono::duration_cast<std::chrono::nanoseconds>(s.grace);
   for (unsigned i = 1; i < holds_ && hold < kMaxHold; ++i) hold *= 2;
   hold = std::min<std::chrono::nanoseconds>(hold, kMaxHold);
   heldUntil_ = now + hold;
   heldLevel_ = reclaimable;
-  // A refault soon after the hold ends means the same bottom: the next hold follows at once.
-  lastRefault_ = heldUntil_;
   return hold;
 }
 

@@ -5,13 +5,15 @@
 // in use, not that nothing cold is left: an LRU that has not yet seen the work's hot set read
 // twice (classic LRU's workingset activation, MGLRU's tiers) gives some of it up at first
 // contact, learns from the refault, and keeps it from then on. So:
-// - Probes start at the smallest step. A refault puts the step back there; a stretch as long
-//   as the idle grace with no refault doubles it every probe (up to a quarter of what lies
-//   above the floor, and the policy's step), so cold cache goes in minutes once the kernel
-//   knows what is hot.
-// - Only refaults that recur within a stretch of each other say the probes are at the bottom
-//   (what is left is the work's); then probing holds for one stretch, doubling while the
-//   refaults recur right after each hold, up to kMaxHold. A clean stretch ends the escalation.
+// - Probes start at the smallest step. A refault puts the step back there; a clean stretch (half
+//   the idle grace: longer than the work's re-reads that matter) with no refault doubles it
+//   every probe, up to a quarter of what lies above the floor and the reclaim chunk, so cold
+//   cache goes in minutes once the kernel knows what is hot.
+// - Only when what came back from disk since the previous refault is at least half of what the
+//   probes freed since (judged over at least four smallest steps) are the probes at the bottom:
+//   what is left is the work's. Then probing holds for a grace, doubling while it stays so
+//   right after each hold, up to kMaxHold. A clean stretch ends the escalation. A kernel still
+//   learning gives back a little of much: no hold.
 // Pure: fed with the time and the target's figures.
 #pragma once
 
@@ -27,7 +29,7 @@ struct TrimLawSettings {
   std::uint64_t minStep = 4ULL << 20;    // the smallest probe (trim.min_step)
   double percent = 1;                    // of what lies above the floor, for the first probe
   std::uint64_t maxStep = 256ULL << 20;  // the policy's reclaim step
-  std::chrono::nanoseconds stretch = std::chrono::minutes(2);  // the idle grace
+  std::chrono::nanoseconds grace = std::chrono::minutes(2);  // the idle grace
 };
 
 // The longest hold: refaults recurring after every hold make it double up to this.
@@ -40,11 +42,14 @@ class TrimLaw {
   // The next probe's size with `above` bytes over the floor: the step, but never more than a
   // quarter of `above` (or the smallest step), nor more than `above`.
   std::uint64_t size(std::uint64_t above, const TrimLawSettings& s) const;
-  // A probe was sent at `now`: after a clean stretch the step doubles.
+  // A probe is due at `now`: after a clean stretch the step doubles.
   void probed(TimePoint now, std::uint64_t above, const TrimLawSettings& s);
-  // Refaults jumped after a probe, the target at `reclaimable`. Returns the hold, if one starts.
+  // A probe freed `bytes`.
+  void freed(std::uint64_t bytes);
+  // Refaults jumped after a probe, the target at `reclaimable` with `refaultedBytes` read back
+  // in all (its cumulative counter). Returns the hold, if one starts.
   std::optional<std::chrono::nanoseconds> refaulted(TimePoint now, std::uint64_t reclaimable,
-                                                    const TrimLawSettings& s);
+                                                    std::uint64_t refaultedBytes, const TrimLawSettings& s);
 
   bool held(TimePoint now) const { return now < heldUntil_; }
   TimePoint heldUntil() const { return heldUntil_; }
@@ -54,9 +59,13 @@ class TrimLaw {
   TimePoint cleanSince() const { return cleanSince_; }
 
  private:
+  // Starts judging afresh from the counter at `refaultedBytes`.
+  void rebase(std::uint64_t refaultedBytes);
+
   std::uint64_t step_ = 0;
   TimePoint cleanSince_{};
-  std::optional<TimePoint> lastRefault_;
+  std::optional<std::uint64_t> refaultedAt_;  // the counter when judging started
+  std::uint64_t freedSince_ = 0;              // by probes since then
   unsigned holds_ = 0;  // in a row, without a clean stretch between them
   TimePoint heldUntil_{};
   std::uint64_t heldLevel_ = 0;

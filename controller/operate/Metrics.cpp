@@ -131,6 +131,17 @@ void targets(Exposition& e, const Status& s) {
          [](const TargetStatus& t) { return t.floorBytes; });
   e.each("reclaimd_cgroup_would_reclaim_bytes_total", "counter", "Dry run: bytes the target's steps would have asked.",
          all, labels, [](const TargetStatus& t) { return t.wouldReclaimBytes; });
+  std::vector<TargetStatus> trimmed;
+  for (const TargetStatus& t : all) {
+    if (!t.trim.empty()) trimmed.push_back(t);
+  }
+  e.each("reclaimd_cgroup_trim_probe_bytes", "gauge", "Trimming: the next probe's size, while the target is trimmed.",
+         trimmed, labels, [](const TargetStatus& t) { return t.trimProbeBytes; });
+  e.each("reclaimd_cgroup_trim_cold_estimate_bytes", "gauge",
+         "Trimming: cache above the floor, or above where refaults last recurred.", trimmed, labels,
+         [](const TargetStatus& t) { return t.trimColdBytes; });
+  e.each("reclaimd_cgroup_trim_held", "gauge", "Trimming: 1 while probes are held by recurring refaults.", trimmed,
+         labels, [](const TargetStatus& t) { return t.trim == "held" ? 1 : 0; });
   std::vector<TargetStatus> acted;
   for (const TargetStatus& t : all) {
     if (t.lastActionTimestamp) acted.push_back(t);

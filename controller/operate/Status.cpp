@@ -47,17 +47,27 @@ std::string scopeLine(const ScopeStatus& p) {
                      p.events, p.backoffs, p.stepScale);
 }
 
+// What trimming does with a busy target: probing or held (until when), the next probe, the cold
+// estimate, and why.
+std::string trimLine(const TargetStatus& t) {
+  if (t.trim.empty()) return "";
+  return fmt::format("trim {}: {}, next probe {}, cold estimate {}{}; {}\n", printable(t.cgroup), t.trim,
+                     formatSize(t.trimProbeBytes), formatSize(t.trimColdBytes),
+                     t.trimHeldUntilText.empty() ? "" : ", until " + t.trimHeldUntilText, printable(t.trimWhy));
+}
+
 std::string targetLine(const Status& s, const TargetStatus& t) {
   std::string waits;
   if (t.waitsForReclaimableBytes)
     waits = ", waits for reclaimable to regrow to " + formatSize(*t.waitsForReclaimableBytes) +
             " (its last step freed next to nothing)";
   return fmt::format(
-      "target {}: rule {}, {}, {}{}, floor {}, reclaimable {}{}, reclaimed {} in {} steps{}{}\n", printable(t.cgroup),
+             "target {}: rule {}, {}, {}{}, floor {}, reclaimable {}{}, reclaimed {} in {} steps{}{}\n", printable(t.cgroup),
       printable(t.rule), t.mode, t.idle ? "idle" : "not idle", t.backedOff ? ", backed off" : "",
       formatSize(t.floorBytes), formatSize(t.reclaimableBytes), waits, formatSize(t.reclaimedBytes), t.steps,
       s.dryRun ? fmt::format(", would reclaim {} in {} steps", formatSize(t.wouldReclaimBytes), t.wouldSteps) : "",
-      t.lastAction.empty() ? "" : ", last: " + printable(t.lastAction));
+      t.lastAction.empty() ? "" : ", last: " + printable(t.lastAction)) +
+         trimLine(t);
 }
 
 }  // namespace

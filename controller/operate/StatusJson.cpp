@@ -51,7 +51,14 @@ json target(const TargetStatus& t) {
               {"waits_for_reclaimable_bytes", optionalBytes(t.waitsForReclaimableBytes)},
               {"would_steps", t.wouldSteps},
               {"last_action", t.lastAction},
-              {"last_action_timestamp", optional(t.lastActionTimestamp)}};
+              {"last_action_timestamp", optional(t.lastActionTimestamp)},
+              {"trim", t.trim.empty() ? json(nullptr)
+                                      : json{{"state", t.trim},
+                                             {"next_probe_bytes", t.trimProbeBytes},
+                                             {"cold_estimate_bytes", t.trimColdBytes},
+                                             {"held_until_timestamp", optional(t.trimHeldUntil)},
+                                             {"held_until", t.trimHeldUntilText},
+                                             {"why", t.trimWhy}}}};
 }
 
 json scope(const ScopeStatus& p) {
@@ -101,6 +108,14 @@ TargetStatus targetFrom(const json& j) {
   get(j, "waits_for_reclaimable_bytes", t.waitsForReclaimableBytes);
   get(j, "last_action", t.lastAction);
   get(j, "last_action_timestamp", t.lastActionTimestamp);
+  if (auto it = j.find("trim"); it != j.end() && it->is_object()) {
+    get(*it, "state", t.trim);
+    get(*it, "next_probe_bytes", t.trimProbeBytes);
+    get(*it, "cold_estimate_bytes", t.trimColdBytes);
+    get(*it, "held_until_timestamp", t.trimHeldUntil);
+    get(*it, "held_until", t.trimHeldUntilText);
+    get(*it, "why", t.trimWhy);
+  }
   return t;
 }
 

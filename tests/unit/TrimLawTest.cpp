@@ -1,5 +1,5 @@
-// The trimming law alone: probe sizes, growth after clean stretches, holds only for refaults
-// that recur, and holds that grow while they keep recurring.
+// The trimming law alone: probe sizes, growth after clean stretches, holds only where what the
+// probes free comes back from disk, and holds that grow while it keeps doing so.
 #include <gtest/gtest.h>
 
 #include "controller/engine/TrimLaw.h"
@@ -10,7 +10,7 @@ namespace {
 using namespace std::chrono_literals;
 constexpr std::uint64_t kMiB = 1ULL << 20;
 
-const TrimLawSettings kDefault{4 * kMiB, 1, 64 * kMiB, 120s};
+const TrimLawSettings kDefault{4 * kMiB, 1, 64 * kMiB, 120s};  // a clean stretch: 60 s
 
 TEST(TrimLaw, StartsAtOnePercentOrTheSmallestStep) {
   TrimLaw law;
@@ -25,7 +25,7 @@ TEST(TrimLaw, DoublesEveryProbeAfterACleanStretchUpToItsCaps) {
   TrimLaw law;
   TimePoint t{};
   law.start(t, 1000 * kMiB, kDefault);
-  for (t += 6s; t < TimePoint{} + 120s; t += 6s) {
+  for (t += 6s; t < TimePoint{} + 60s; t += 6s) {
     law.probed(t, 1000 * kMiB, kDefault);
     EXPECT_EQ(law.step(), 10 * kMiB) << "no growth within the first stretch";
   }
@@ -34,46 +34,58 @@ TEST(TrimLaw, DoublesEveryProbeAfterACleanStretchUpToItsCaps) {
   law.probed(t += 6s, 1000 * kMiB, kDefault);
   EXPECT_EQ(law.step(), 40 * kMiB);
   law.probed(t += 6s, 1000 * kMiB, kDefault);
-  EXPECT_EQ(law.step(), 64 * kMiB) << "the policy's chunk";
+  EXPECT_EQ(law.step(), 64 * kMiB) << "the reclaim chunk";
   law.probed(t += 6s, 100 * kMiB, kDefault);
   EXPECT_EQ(law.step(), 64 * kMiB) << "the step is kept";
   EXPECT_EQ(law.size(100 * kMiB, kDefault), 25 * kMiB) << "the size follows what is left: a quarter of it";
-  TrimLaw small;
-  small.start(TimePoint{}, 100 * kMiB, kDefault);
-  for (TimePoint u = TimePoint{} + 120s; u < TimePoint{} + 200s; u += 6s) small.probed(u, 100 * kMiB, kDefault);
-  EXPECT_EQ(small.step(), 25 * kMiB) << "a quarter of what lies above the floor";
 }
 
-TEST(TrimLaw, ARefaultOnceResetsTheStepWithoutAHold) {
+TEST(TrimLaw, ARefaultResetsTheStepAndTheStretch) {
   TrimLaw law;
   TimePoint t{};
   law.start(t, 1000 * kMiB, kDefault);
-  for (int i = 0; i < 25; ++i) law.probed(t += 6s, 1000 * kMiB, kDefault);
+  for (int i = 0; i < 15; ++i) law.probed(t += 6s, 1000 * kMiB, kDefault);
   ASSERT_EQ(law.step(), 64 * kMiB);
-  EXPECT_FALSE(law.refaulted(t, 900 * kMiB, kDefault).has_value());
+  EXPECT_FALSE(law.refaulted(t, 900 * kMiB, 0, kDefault).has_value()) << "a first refault is never a hold";
   EXPECT_FALSE(law.held(t));
   EXPECT_EQ(law.step(), 4 * kMiB);
   law.probed(t += 6s, 900 * kMiB, kDefault);
   EXPECT_EQ(law.step(), 4 * kMiB) << "a new clean stretch starts at the refault";
 }
 
-TEST(TrimLaw, RefaultsWithinAStretchHoldAndTheHoldsGrowWhileTheyRecur) {
+// A kernel learning what is hot gives a little back of much that the probes freed: no hold.
+TEST(TrimLaw, LittleBackOfMuchFreedIsLearningNotTheBottom) {
   TrimLaw law;
   TimePoint t{};
+  law.start(t, 400 * kMiB, kDefault);
+  ASSERT_FALSE(law.refaulted(t += 6s, 400 * kMiB, 10 * kMiB, kDefault));
+  law.freed(4 * kMiB);
+  EXPECT_FALSE(law.refaulted(t += 1s, 400 * kMiB, 14 * kMiB, kDefault)) << "too little probed to judge";
+  for (int i = 0; i < 20; ++i) law.freed(4 * kMiB);
+  EXPECT_FALSE(law.refaulted(t += 10s, 330 * kMiB, 50 * kMiB, kDefault)) << "40 of 84 MiB back: learning";
+  EXPECT_FALSE(law.held(t));
+}
+
+TEST(TrimLaw, HalfOfWhatWasFreedComingBackHoldsAndTheHoldsGrowWhileItDoes) {
+  TrimLaw law;
+  TimePoint t{};
+  std::uint64_t back = 0;
   law.start(t, 300 * kMiB, kDefault);
-  ASSERT_FALSE(law.refaulted(t += 6s, 300 * kMiB, kDefault));
-  auto hold = law.refaulted(t += 30s, 290 * kMiB, kDefault);
-  ASSERT_TRUE(hold.has_value());
-  EXPECT_EQ(*hold, 120s);
-  EXPECT_TRUE(law.held(t + 119s));
-  EXPECT_EQ(law.heldLevel(), 290 * kMiB);
+  ASSERT_FALSE(law.refaulted(t += 6s, 300 * kMiB, back, kDefault));
   std::vector<std::chrono::nanoseconds> holds;
-  for (int i = 0; i < 6; ++i) {
-    t = law.heldUntil() + 12s;  // the first probe after the hold refaults again
-    law.start(t - 6s, 300 * kMiB, kDefault);
-    holds.push_back(law.refaulted(t, 300 * kMiB, kDefault).value_or(0s));
+  for (int i = 0; i < 7; ++i) {
+    for (int p = 0; p < 4; ++p) law.freed(4 * kMiB);  // four smallest probes, all read back
+    back += 16 * kMiB;
+    const auto hold = law.refaulted(t += 3s, 300 * kMiB, back, kDefault);
+    ASSERT_TRUE(hold.has_value()) << i;
+    EXPECT_TRUE(law.held(t + *hold - 1s));
+    EXPECT_FALSE(law.held(t + *hold));
+    EXPECT_EQ(law.heldLevel(), 300 * kMiB);
+    holds.push_back(*hold);
+    t = law.heldUntil();
+    law.start(t, 300 * kMiB, kDefault);
   }
-  const std::vector<std::chrono::nanoseconds> want{240s, 480s, 960s, 1800s, 1800s, 1800s};
+  const std::vector<std::chrono::nanoseconds> want{120s, 240s, 480s, 960s, 1800s, 1800s, 1800s};
   EXPECT_EQ(holds, want);
 }
 
@@ -81,24 +93,37 @@ TEST(TrimLaw, ACleanStretchEndsTheEscalation) {
   TrimLaw law;
   TimePoint t{};
   law.start(t, 300 * kMiB, kDefault);
-  law.refaulted(t += 6s, 300 * kMiB, kDefault);
-  ASSERT_TRUE(law.refaulted(t += 6s, 300 * kMiB, kDefault));
+  law.refaulted(t += 6s, 300 * kMiB, 0, kDefault);
+  law.freed(16 * kMiB);
+  ASSERT_TRUE(law.refaulted(t += 6s, 300 * kMiB, 16 * kMiB, kDefault));
   t = law.heldUntil();
   law.start(t, 300 * kMiB, kDefault);
-  for (int i = 0; i < 25; ++i) law.probed(t += 6s, 300 * kMiB, kDefault);
+  for (int i = 0; i < 12; ++i) law.probed(t += 6s, 300 * kMiB, kDefault);
   EXPECT_EQ(law.holds(), 0u);
-  ASSERT_FALSE(law.refaulted(t += 6s, 300 * kMiB, kDefault)) << "a refault after a clean stretch: learning";
-  EXPECT_EQ(law.refaulted(t += 6s, 300 * kMiB, kDefault).value_or(0s), 120s) << "the escalation starts over";
+  law.freed(16 * kMiB);
+  EXPECT_EQ(law.refaulted(t += 6s, 300 * kMiB, 32 * kMiB, kDefault).value_or(0s), 120s) << "the escalation starts over";
+}
+
+TEST(TrimLaw, ACounterThatWentBackIsNoHistory) {
+  TrimLaw law;
+  law.start(TimePoint{}, 300 * kMiB, kDefault);
+  law.refaulted(TimePoint{} + 6s, 300 * kMiB, 100 * kMiB, kDefault);
+  law.freed(16 * kMiB);
+  EXPECT_FALSE(law.refaulted(TimePoint{} + 12s, 300 * kMiB, 20 * kMiB, kDefault));
 }
 
 TEST(TrimLaw, HugeFiguresSaturate) {
   TrimLaw law;
   const std::uint64_t huge = ~std::uint64_t{0};
-  const TrimLawSettings s{4 * kMiB, 100, huge, 1s};
+  const TrimLawSettings s{4 * kMiB, 100, huge, 2s};
   law.start(TimePoint{}, huge, s);
   for (int i = 0; i < 70; ++i) law.probed(TimePoint{} + std::chrono::seconds(2 + i), huge, s);
   EXPECT_EQ(law.step(), huge / 4);
   EXPECT_EQ(law.size(huge, s), huge / 4);
+  law.freed(huge);
+  law.freed(huge);
+  law.refaulted(TimePoint{} + 80s, huge, 0, s);
+  EXPECT_FALSE(law.refaulted(TimePoint{} + 81s, huge, 0, s)) << "nothing came back";
 }
 
 }  // namespace
