@@ -14,10 +14,6 @@ namespace reclaimd::controller {
 
 namespace {
 
-// workingset_refault_* counts pages and the policy's limit is bytes: pages of 4 KiB, as on
-// x86-64 and the arm64 kernels distributions ship (64 KiB pages make the limit 16 times looser).
-constexpr std::uint64_t kPageBytes = 4096;
-
 RefaultConfig refaultConfigOf(const policies::Governance& gov) {
   return RefaultConfig{gov.pressure.refaultWindow, gov.pressure.refaultLimit / kPageBytes};
 }

@@ -14,7 +14,8 @@
 
 namespace reclaimd::controller {
 
-// workingset_refault_file counts pages; reclaimd's figures are bytes.
+// workingset_refault_* counts pages and reclaimd's figures are bytes: pages of 4 KiB, as on
+// x86-64 and the arm64 kernels distributions ship (64 KiB pages make the limit 16 times looser).
 inline constexpr std::uint64_t kPageBytes = 4096;
 
 struct RefaultConfig {
