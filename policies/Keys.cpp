@@ -79,15 +79,15 @@ const std::array kKeys = {
         PolicyRef<milliseconds>([](Policy& p) -> milliseconds& { return p.pressure.refaultWindow; }),
         {ms(1s), ms(10min)}, "how long after a step its refaults are watched"},
     Key{"trim.enabled", PolicyRef<bool>([](Policy& p) -> bool& { return p.trim.enabled; }), {},
-        "gradual mode: return cold cache from targets that are busy, in small probes stopped by pressure and "
-        "refaults; `false` reclaims only when idle, as WSL's own reclaim does"},
+        "gradual mode: return cold cache from targets that are busy, in probes that grow while nothing comes back "
+        "from disk and shrink at a refault; `false` reclaims only when idle, as WSL's own reclaim does"},
     // Under 500 ms a probe's refaults have no time to show before the next.
     Key{"trim.interval", PolicyRef<milliseconds>([](Policy& p) -> milliseconds& { return p.trim.interval; }),
         {ms(500ms), ms(1h)}, "one probe per busy target per interval"},
     Key{"trim.percent", PolicyRef<double>([](Policy& p) -> double& { return p.trim.percent; }), {0.01, 10},
-        "a probe's size as a share of the target's reclaimable cache"},
+        "the first probes' size as a share of what lies above the target's floor"},
     Key{"trim.min_step", PolicyRef<std::uint64_t>([](Policy& p) -> std::uint64_t& { return p.trim.minStep; }),
-        {kMiB, kMaxSize}, "a probe's smallest size"},
+        {kMiB, kMaxSize}, "a probe's smallest size, and its size after a refault"},
 };
 // clang-format on
 

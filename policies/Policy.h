@@ -90,14 +90,15 @@ struct PressureSettings {
 };
 
 struct TrimSettings {
-  // Return cold cache while the work goes on: a target that is busy (not idle) gets small
-  // memory.reclaim probes, as Meta's Senpai gives about 1 % of a cgroup every 6 s, stopped by
-  // pressure and by refaults (the cache the work uses comes back: the probe has reached it).
+  // Return cold cache while the work goes on: a target that is busy (not idle) gets
+  // memory.reclaim probes, starting as Meta's Senpai does at about 1 % of a cgroup every 6 s,
+  // growing while nothing comes back from disk, back to the smallest at a refault, held only
+  // where half of what they free comes back (controller/engine/TrimLaw.h).
   // false: the seed's behaviour, reclaim only when idle.
   bool enabled = true;
   // One probe per target per interval: Senpai's 6 s.
   std::chrono::milliseconds interval = 6s;
-  // Of the target's reclaimable file cache, per probe.
+  // Of what lies above the target's floor, for the first probes.
   double percent = 1;
   // At least this much per probe: 1 % of a small cgroup is lost in the kernel's batches.
   std::uint64_t minStep = 4 * kMiB;

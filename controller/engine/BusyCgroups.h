@@ -35,7 +35,7 @@ namespace reclaimd::controller {
 // cpu.stat read per cgroup cost ~15 us a cgroup (a few ms for a desktop's 200), noise every 30 s,
 // and the idle window they are compared over is 2 minutes by default, so 4 scan periods span it.
 inline constexpr std::chrono::seconds kBusyScanEvery{30};
-// How many cgroups status, the metrics and the held event name (issue 11: "top three").
+// How many cgroups status, the metrics and the held event name: the top three.
 inline constexpr std::size_t kBusyTop = 3;
 
 // One cgroup's cumulative cpu.stat usage_usec, as read.

@@ -38,7 +38,7 @@ std::optional<RefaultJump> RefaultGuard::check(TimePoint at, std::uint64_t refau
   }
   // A reading past the window's end counts only the window's share of what came since the
   // previous reading, at an even rate: refaults spread over two minutes after a step are not
-  // all the step's doing (issue 12 item 14), and a tick as long as the window still sees its
+  // all the step's doing, and a tick as long as the window still sees its
   // own step's refaults.
   const TimePoint end = watch_->since + config_.window;
   double counted = static_cast<double>(refaults);

@@ -86,7 +86,7 @@ void totals(Exposition& e, const Status& s) {
   e.single("reclaimd_trimmed_bytes_total", "counter",
            "Bytes freed by probes of busy targets (trimming; part of reclaimd_reclaimed_bytes_total).", s.trimmedBytes);
   e.single("reclaimd_trim_probes_total", "counter", "Trim probes written to busy targets.", s.trimProbes);
-  e.single("reclaimd_trim_holds_total", "counter", "Busy targets held where refaults jumped after a probe.",
+  e.single("reclaimd_trim_holds_total", "counter", "Trim holds begun: half of what a target's probes freed came back from disk.",
            s.trimHolds);
   e.single("reclaimd_units_taken_total", "counter",
            "Quiet systemd units taken as targets while the machine was busy (idle.units).", s.unitsTaken);
