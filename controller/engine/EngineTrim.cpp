@@ -2,20 +2,18 @@
 //
 // A machine running an editor's language server, an agent's CLI or Docker's engine stays over the
 // idle threshold around the clock, and the seed's reclaim never starts there. Its cache is mostly
-// cold: files read once by work that ended long ago. A busy target is therefore probed, as Meta's
-// Senpai probes its fleet: every trim.interval a small memory.reclaim request (trim.percent of its
-// cache, at least trim.min_step). The kernel takes the coldest pages first (the inactive list's
-// tail, or MGLRU's oldest generation), so probes eat the cold cache and reach the working set
-// last. That moment shows as refaults: pages the work reads back from disk beyond its rate before
-// the probe. Then probing that target stops for kTrimHold (a hold at the cache's level then was
-// tried: the level refaults are first seen at lies below a working set the work has not re-read
-// yet, and the probes that went on above it cut into each later round of a rebuild, 112-358 MiB
-// read back in the benchmark), and PSI pressure stops probes as it stops steps. Probes never go
-// below the target's floor.
+// cold: files read by work that ended long ago. A busy target is therefore probed, as Meta's
+// Senpai probes its fleet: every trim.interval a memory.reclaim request, never below the target's
+// floor. The kernel takes the coldest pages first, so probes eat the cold cache and reach what
+// the work reads last; that shows as refaults (pages read back from disk beyond the rate before
+// the probe). How big each probe is and when refaults stop probing is the trimming law
+// (TrimLaw.h); this file decides when a target is due a probe and says what trimming does. PSI
+// pressure stops probes as it stops steps.
 //
 // A probe starts only when the target has been busy for a whole grace period and works in the
-// current interval: a user who paused (past the interval's 10 s), or work that just ended, keeps a warm cache exactly
-// as the seed promises (the grace period before reclaim is unchanged for a machine that goes idle).
+// current interval: a user who paused (past the interval's 10 s), or work that just ended, keeps a
+// warm cache exactly as the seed promises (the grace before reclaim is unchanged for a machine
+// that goes idle).
 #include <algorithm>
 #include <string>
 
