@@ -89,6 +89,23 @@ burn() {
 	BURN_MS=$((NOW_MS - _t0)) BURN_COUNTED_MS=$((BUSY_MS - _b0))
 }
 
+# bg_script ROOT: writes /tmp/bg.sh, the background process of a machine that never goes idle:
+# a burst of BURN_MS (20) ms on the CPU every second, after moving itself to the cgroup its $1
+# names under ROOT (so that $! is the workload's own PID). It waits with builtins, a read timing
+# out on a FIFO nobody writes: a sleep fork cost 20-25 ms of guest CPU a second under TCG, more
+# than the burn itself.
+bg_script() {
+	mkfifo /tmp/never
+	cat >/tmp/bg.sh <<EOF
+. /test/lib.sh
+echo \$\$ >$1/\$1/cgroup.procs
+while :; do
+	burn ${BURN_MS:-20}
+	read -r -t 1 _ <>/tmp/never
+done
+EOF
+}
+
 # burn_counted MS CAP_MS: keep the CPU busy until the guest has counted MS ms of it busy, or for
 # CAP_MS ms at most; sets BURN_MS and BURN_COUNTED_MS as burn does. On a crowded host a 500 ms
 # burn was counted 110 ms, within a 30 s window's 150 ms idle budget: the work's end then held

@@ -65,17 +65,8 @@ damon_figures() {
 	echo "$_out"
 }
 
-# The background process: a burst on the CPU every second (it waits with builtins: a read
-# timing out on a FIFO nobody writes), and the hot set's reader; each moves itself to $1.
-mkfifo /tmp/never
-cat >/tmp/bg.sh <<EOF
-. /test/lib.sh
-echo \$\$ >$R/\$1/cgroup.procs
-while :; do
-	burn ${BURN_MS:-20}
-	read -r -t 1 _ <>/tmp/never
-done
-EOF
+# The background process (lib.sh's bg_script) and the hot set's reader; each moves itself to $1.
+bg_script $R
 _period_s=$((HOT_PERIOD_MS / 1000)).$(((HOT_PERIOD_MS % 1000) / 100))$(((HOT_PERIOD_MS % 100) / 10))
 if [ "${HOT_MODE:-read}" = mmap ]; then
 	cat >/tmp/hot.sh <<EOF

@@ -42,18 +42,9 @@ policy "idle:
   sample_period: $SAMPLE_PERIOD}" "$trim" "${FLOOR:+reclaim:
   floor: $FLOOR}"
 
-# Each takes its cgroup as $1 and moves itself there, so that $! is the workload's own PID.
-# The background process waits with builtins (a read timing out on a FIFO nobody writes): a
-# sleep fork cost 20-25 ms of guest CPU a second under TCG, more than the burn itself.
-mkfifo /tmp/never
-cat >/tmp/bg.sh <<EOF
-. /test/lib.sh
-echo \$\$ >$R/\$1/cgroup.procs
-while :; do
-	burn ${BURN_MS:-20}
-	read -r -t 1 _ <>/tmp/never
-done
-EOF
+# Each takes its cgroup as $1 and moves itself there, so that $! is the workload's own PID:
+# the background process (lib.sh's bg_script) and the hot set's reader.
+bg_script $R
 cat >/tmp/hot.sh <<EOF
 echo \$\$ >$R/\$1/cgroup.procs
 while :; do
