@@ -218,7 +218,6 @@ class Engine {
                             const std::function<std::string(TimePoint)>& when) const;
 
   // EngineTrimLog.cpp: what trimming says at info.
-  void quietTrimStarts(std::size_t firstEvent);
   void summarizeTrims(TimePoint now);
 
   // EnginePressure.cpp: scopes, totals, backoff, refaults.

@@ -53,9 +53,7 @@ void Engine::gradualTurn(TimePoint now, Sensors& in, Plan& plan) {
     pruneUnits();
     shares = planPass(*mem, now);
   }
-  const std::size_t firstTrimEvent = events_.size();
   scheduleTrims(now);
-  quietTrimStarts(firstTrimEvent);
   if (shares.empty()) {
     // Nothing to write because everything is at its floor (not because a backoff holds it).
     const bool backedOff = (machineScope_ && machineScope_->backoff().active()) ||

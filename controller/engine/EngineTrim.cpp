@@ -95,7 +95,8 @@ void Engine::scheduleTrims(TimePoint now) {
     if (t.trim.baselined) t.trim.law.probed(now, above, trimLaw(t));
     else t.trim.law.start(now, above, trimLaw(t));
     if (!t.trim.baselined) {
-      emit(Severity::Info, "trim_started")
+      // At or under its floor no probe can follow: the start is not news at info.
+      emit(above > 0 ? Severity::Info : Severity::Debug, "trim_started")
           .add("cgroup", t.label())
           .add("busy_for_s", duration<double>(now - *t.trim.busySince).count(), 0)
           .mib("reclaimable_mib", t.measured->reclaimable)

@@ -1,33 +1,10 @@
-// What trimming says at info: a target's start only when a probe can follow, and one summary
-// per target every kTrimSummaryEvery instead of a line per probe (those are at debug).
-#include <charconv>
-
+// What trimming says at info: one summary per target every kTrimSummaryEvery instead of a line
+// per probe (those are at debug).
 #include "controller/engine/Engine.h"
 
 namespace reclaimd::controller {
 
 using namespace std::chrono;
-
-namespace {
-
-double fieldValue(const Event& e, std::string_view key) {
-  const auto text = e.field(key);
-  double v = 0;
-  if (text) std::from_chars(text->data(), text->data() + text->size(), v);
-  return v;
-}
-
-}  // namespace
-
-// A trim_started for a target whose cache is already at or under its floor announces probes
-// that cannot come: it goes to debug.
-void Engine::quietTrimStarts(std::size_t firstEvent) {
-  for (std::size_t i = firstEvent; i < events_.size(); ++i) {
-    Event& e = events_[i];
-    if (e.name() == "trim_started" && fieldValue(e, "reclaimable_mib") <= fieldValue(e, "floor_mib"))
-      e.setSeverity(Severity::Debug);
-  }
-}
 
 void Engine::summarizeTrims(TimePoint now) {
   std::erase_if(trimSummaries_, [&](const auto& entry) { return find(entry.first) == nullptr; });
