@@ -26,7 +26,7 @@ using namespace std::chrono;
 
 namespace {
 
-constexpr int kRankSignals = 0, kRankPressure = 1, kRankEndpoints = 2, kRankTimer = 3;
+constexpr int kRankSignals = 0, kRankPressure = 1, kRankEndpoints = 2, kRankTimer = 3, kRankReload = 4;
 
 sigset_t daemonSignals() {
   sigset_t mask;
@@ -76,12 +76,14 @@ Result<void> Daemon::setUp() {
   const sigset_t mask = daemonSignals();
   signals_.reset(::signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC));
   if (!signals_) return errnoError(errno, "signalfd");
-  sigset_t stops;
-  sigemptyset(&stops);
-  sigaddset(&stops, SIGTERM);
-  sigaddset(&stops, SIGINT);
-  stops_.reset(::signalfd(-1, &stops, SFD_NONBLOCK | SFD_CLOEXEC));
-  if (!stops_) return errnoError(errno, "signalfd");
+  // The YAML is read by a fresh, bounded process first (policies/Guard.h): a file that makes
+  // yaml-cpp loop is rejected like any invalid one, and a stop meanwhile ends the check.
+  reloader_.emplace([path = options_.configPath](int cancelFd) {
+    policies::ParseGuard guard;
+    guard.cancelFd = cancelFd;
+    return policies::loadPolicyFileGuarded(path, guard);
+  });
+  if (auto opened = reloader_->open(); !opened) return opened;
   timer_.reset(::timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC));
   if (!timer_) return errnoError(errno, "timerfd_create");
   auto loop = Loop::create();
@@ -107,6 +109,10 @@ Result<void> Daemon::listen() {
     flushEvents();
   };
   if (auto r = loop_->add(pressure_.fd(), onPressure, kRankPressure); !r) return r;
+  if (auto r = loop_->add(
+          reloader_->readyFd(), [this] { onReloaded(); }, kRankReload);
+      !r)
+    return r;
   for (int fd : endpoints_.fds()) {
     if (auto r = loop_->add(
             fd, [this, fd] { endpoints_.handle(fd, clock_.now()); }, kRankEndpoints);
@@ -178,6 +184,8 @@ int Daemon::run() {
     emit(Event(Severity::Error, "loop_failed").add("error", looped.error().message()));
     exitCode_ = kExitFailure;
   }
+  // A reload under way gives way to the stop; it is reported as rejected.
+  if (auto left = reloader_->cancel(); left && !*left) rejectReload(left->error());
   notifier_.stopping();
   endpoints_.stop();  // the last metrics (reclaimd_up 0), logged while the log is up
   return exitCode_;
@@ -263,20 +271,28 @@ void Daemon::reload() {
     notifier_.ready(statusLine());
     return;
   }
-  // The YAML is first read by a fresh, bounded process (policies/Guard.h): a file that makes
-  // yaml-cpp loop is rejected like any invalid one, and a SIGTERM meanwhile ends the check.
-  policies::ParseGuard guard;
-  guard.cancelFd = stops_.get();
-  auto loaded = policies::loadPolicyFileGuarded(options_.configPath, guard);
-  if (!loaded) {
-    emit(Event(Severity::Error, "reload")
-             .add("result", "rejected")
-             .add("keeping", "previous")
-             .add("error", loaded.error().message()));
+  if (auto started = reloader_->request(); !started) {
+    rejectReload(started.error());
     notifier_.ready(statusLine());
+  }
+}
+
+void Daemon::rejectReload(const Error& error) {
+  emit(Event(Severity::Error, "reload")
+           .add("result", "rejected")
+           .add("keeping", "previous")
+           .add("error", error.message()));
+}
+
+void Daemon::onReloaded() {
+  auto loaded = reloader_->take();
+  if (!loaded) return;
+  if (!*loaded) {
+    rejectReload(loaded->error());
+    if (!reloader_->busy()) notifier_.ready(statusLine());
     return;
   }
-  engine_.setPolicy(std::move(*loaded));
+  engine_.setPolicy(std::move(**loaded));
   pressure_.clear();
   applyProbe("reload");
   const auto& p = engine_.policy();
@@ -287,7 +303,7 @@ void Daemon::reload() {
            .add("floor_mib", formatMiB(p.reclaim.floor))
            .add("rules", p.rules.size()));
   turn();  // judge at once under the new settings, and reschedule
-  notifier_.ready(statusLine());
+  if (!reloader_->busy()) notifier_.ready(statusLine());
 }
 
 void Daemon::flushEvents() {

@@ -18,6 +18,7 @@
 #include "controller/shell/Io.h"
 #include "controller/shell/Loop.h"
 #include "controller/shell/PressureIo.h"
+#include "controller/shell/Reloader.h"
 #include "controller/shell/Tracker.h"
 #include "policies/Policy.h"
 #include "proc/Reader.h"
@@ -53,6 +54,8 @@ class Daemon {
   void onTimer();
   void turn();
   void reload();
+  void onReloaded();
+  void rejectReload(const Error& error);
   void armTimer(TimePoint at);
   void flushEvents();
   bool stopPending() const;
@@ -70,9 +73,8 @@ class Daemon {
   Engine engine_;
   std::optional<Loop> loop_;
   UniqueFd signals_, timer_;
-  // SIGTERM and SIGINT only, never read nor in the loop: readable while a stop is pending, it lets
-  // a reload's policy check (up to policies::kParseWallLimit) give way to a stop at once.
-  UniqueFd stops_;
+  // Reads and parses the policy on SIGHUP while the loop goes on; destroyed before the loop.
+  std::optional<Reloader> reloader_;
   std::optional<proc::Reader> proc_;
   std::optional<Tracker> tracker_;
   PressureIo pressure_;

@@ -5,6 +5,10 @@
 #include <signal.h>
 #include <sys/resource.h>
 
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <sstream>
 #include <thread>
 
 #include "tests/unit/DaemonHarness.h"
@@ -169,6 +173,40 @@ TEST_F(DaemonTest, StopDuringAReloadsPolicyCheckEndsTheCheck) {
   EXPECT_TRUE(logHas("event=reload result=rejected keeping=previous")) << log();
   EXPECT_TRUE(logHas("(stopping)")) << log();
   EXPECT_TRUE(logHas("event=stop signal=SIGTERM")) << log();
+}
+
+// Whether `parent` has a child running the bounded policy check (`reclaimd __parse-policy`).
+bool parseCheckRuns(pid_t parent) {
+  for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
+    std::ifstream stat(entry.path() / "stat");
+    std::string line;
+    if (!std::getline(stat, line) || line.rfind(')') == std::string::npos) continue;
+    std::istringstream fields(line.substr(line.rfind(')') + 2));
+    char state = 0;
+    pid_t ppid = 0;
+    fields >> state >> ppid;
+    std::ifstream cmdline(entry.path() / "cmdline");
+    const std::string args((std::istreambuf_iterator<char>(cmdline)), std::istreambuf_iterator<char>());
+    if (ppid == parent && args.find("__parse-policy") != std::string::npos) return true;
+  }
+  return false;
+}
+
+TEST_F(DaemonTest, StatusIsAnsweredWhileAReloadsPolicyIsRead) {
+  FakeMachine machine(fx_);
+  auto d = start();
+  ASSERT_TRUE(waitLog("event=start"));
+  // The reader loops on this text until its 2 s of CPU run out: the check runs that long.
+  fx_.write("policy.yaml", kRunawayYaml);
+  d->signal(SIGHUP);
+  ASSERT_TRUE(eventually([&] { return parseCheckRuns(d->pid()); }, 10s)) << log();
+  // Answered by the loop while the check runs, before the reload's outcome.
+  auto [code, out] = runCommand({RECLAIMD_BINARY, "status", "--socket", fx_.path("run/status.sock")});
+  const bool decided = logHas("event=reload result=");
+  EXPECT_EQ(code, 0) << out;
+  EXPECT_FALSE(decided) << log();
+  ASSERT_TRUE(waitLog("event=reload result=rejected keeping=previous")) << log();
+  EXPECT_TRUE(d->running());
 }
 
 TEST_F(DaemonTest, YamlThatMakesTheReaderLoopAtStartIsAConfigError) {

@@ -21,6 +21,7 @@ class Process {
   Process& operator=(const Process&) = delete;
 
   void signal(int sig) const;
+  pid_t pid() const { return pid_; }
   // Waits for exit; nullopt on timeout (the child is then killed). Returns the exit status
   // (or 128+signal).
   std::optional<int> wait(std::chrono::milliseconds timeout);
