@@ -52,7 +52,8 @@ void Engine::setPolicy(policies::Policy policy) {
   }
   std::optional<Scope> machine = std::move(machineScope_);
   machineScope_.reset();
-  ++scopesVersion_;
+  for (auto& [id, w] : watched_)
+    w.stale = true;  // every scope is made anew, and watched anew
   if (!policy_.pressure.enabled) {
     emit(Severity::Info, "pressure_watch")
         .add("scope", "machine")
@@ -103,10 +104,7 @@ void Engine::setCapabilities(const Capabilities& caps, std::string_view why) {
   const bool changed = !(chosen == mode_) || chosen.reason != mode_.reason;
   mode_ = chosen;
   lastWalk_.reset();
-  if (mode_.mode != policies::Mode::Gradual && !targets_.empty()) {
-    targets_.clear();
-    ++scopesVersion_;
-  }
+  if (mode_.mode != policies::Mode::Gradual) targets_.clear();
   if (!changed) return;
   emit(mode_.fellBack ? Severity::Warn : Severity::Info, "mode")
       .add("requested", toString(policy_.reclaimMode()))

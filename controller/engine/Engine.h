@@ -1,18 +1,18 @@
 // The engine: every decision reclaimd makes, as one pure core.
 //
-// Each loop turn the shell calls turn() with one `now`; the engine pulls the readings its
-// decisions need through Sensors (Ports.h; a quiet tick reads /proc/stat and nothing else) and
-// returns a Plan: shares of the step budget to write, a drop of caches, when to wake. The shell
-// carries the plan out (controller/shell/Turn.h) and tells the engine what happened: what a step
-// freed and how it ended (EAGAIN, EINVAL, a cgroup gone), a drop or a compaction done. The
-// engine owns the idle detectors, the targets' state, the pressure scopes' backoffs, the refault
-// watches and the counters. It makes no syscall, reads no clock and logs nothing itself: what
-// it has to say is a list of Events the shell logs (takeEvents).
+// The shell calls decide() (Commands.h) when the timer fires, when a PSI trigger fires, and after
+// each command it carried out; the engine pulls the readings its decisions need through Sensors
+// (Ports.h; a quiet tick reads /proc/stat and nothing else) and answers with the next command:
+// a chunk of a step to write, caches to drop, memory to compact, a pressure scope to watch or
+// forget, the kernel to probe again. The engine owns the idle detectors, the targets' state, the
+// pressure scopes' backoffs, the refault watches and the counters. It makes no syscall, reads no
+// clock and logs nothing itself: what it has to say comes back as Events the shell logs.
 #pragma once
 
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -23,6 +23,7 @@
 #include "base/Clock.h"
 #include "base/Event.h"
 #include "controller/engine/Capabilities.h"
+#include "controller/engine/Commands.h"
 #include "controller/engine/Decide.h"
 #include "controller/engine/IdleDetector.h"
 #include "controller/engine/ModeChoice.h"
@@ -77,10 +78,6 @@ struct Plan {
   TimePoint wake{};  // the next turn, unless an event comes first
 };
 
-// What the shell does after a step.
-struct StepFollowUp {
-  bool reprobe = false;  // EINVAL: probe the kernel again and call reprobed()
-};
 
 class Engine {
  public:
@@ -91,46 +88,12 @@ class Engine {
   const policies::Policy& policy() const { return policy_; }
   // The probe's findings (start, reload); `why` names the occasion in the mode event.
   void setCapabilities(const Capabilities& caps, std::string_view why);
-  // After an EINVAL from memory.reclaim: the probe again. When it still believes in the format
-  // the kernel just refused, reclaimd stops sending it: dropcache without rules, nothing with.
-  void reprobed(const Capabilities& caps);
   const EffectiveMode& mode() const { return mode_; }
 
-  Plan turn(TimePoint now, Sensors& in);
-
-  // dropcache's outcome: `before`/`after` are the machine's reclaimable bytes.
-  void dropped(const Result<void>& result, std::uint64_t before, std::optional<std::uint64_t> after,
-               std::chrono::nanoseconds took, TimePoint now);
-  void compacted(const Result<void>& result, std::chrono::nanoseconds took, TimePoint now);
-  // gradual: compact after a pass that freed memory, and once on entering the idle period so
-  // free memory the work left behind forms blocks the host can take. A dry run says so and
-  // answers false.
-  bool wantsCompaction(std::uint64_t freed);
-
-  // The target a share names (nullptr when it went away meanwhile).
-  const TargetState* target(std::uint32_t id) const;
-  StepLimits limitsFor(const PlannedShare& share, std::chrono::nanoseconds budget) const;
-  // Between chunks: reads the machine's and the target's pressure; true when either backs off.
-  bool pressureStops(std::uint32_t target, TimePoint now, Sensors& in);
-  // A chunk was written (its time is reclaimd's own memory stall).
-  void chunkWritten(std::uint32_t target, std::uint64_t asked, const cgroup::ReclaimWrite& write, std::int64_t freed,
-                    TimePoint now);
-  StepFollowUp stepEnded(const PlannedShare& share, const StepOutcome& step, bool pressed, TimePoint now, Sensors& in);
-
-  // Pressure scopes, for the shell to watch: the machine's (id 0) and active targets'.
-  struct ScopeView {
-    ScopeId id;
-    std::string cgroupPath;  // the target's; "" for the machine (which uses /proc first)
-    std::uint64_t inode;
-    psi::TriggerSpec trigger;
-  };
-  std::vector<ScopeView> scopes() const;
-  // Changes whenever scopes() would answer differently.
-  std::uint64_t scopesVersion() const { return scopesVersion_; }
-  // How the shell watches scope `id` (after opening its file).
-  void setWatch(ScopeId id, Watch watch, std::string why, bool gone = false);
-  // A PSI trigger fired on `id` (or its cgroup was removed: `gone`).
-  void pressureEvent(ScopeId id, bool gone, TimePoint now, Sensors& in);
+  // The one entry point while running (Commands.h): takes what happened, answers what to do.
+  Output decide(const Input& input, Sensors& in);
+  // True between a tick's first decide() and the one that answers no command.
+  bool inTurn() const { return tick_.has_value(); }
 
   // The engine's part of `reclaimd status` and the metrics at `now`; `unixNow` is the wall
   // clock's Unix time at that instant, and `when` renders an engine time as the wall-clock
@@ -158,7 +121,69 @@ class Engine {
     IdleVerdict verdict;
   };
 
+  // A turn in progress: its plan, and how far the commands that carry it out have gone.
+  struct Tick {
+    Plan plan;
+    bool gradual = false;       // the mode when the turn began (a re-probe may change it)
+    bool dropAsked = false;     // dropcache: the drop, then the compaction after it
+    bool compactAsked = false;
+    std::uint64_t dropBefore = 0;  // the machine's reclaimable bytes before the drop
+    std::size_t share = 0;         // gradual: the share being written, or the next one
+    std::optional<StepRun> step;   // ... its step
+    bool pressed = false;          // the step stopped for pressure
+    std::chrono::nanoseconds left = kPassBudget;  // the pass's write time left
+    std::uint64_t freed = 0;                      // by the pass so far
+  };
+  // A scope as last told to the shell; `stale` after a reload, which makes every scope anew.
+  struct Watching {
+    std::string path;
+    std::uint64_t inode = 0;
+    psi::TriggerSpec trigger;
+    bool stale = false;
+  };
+  struct ScopeView {
+    ScopeId id;
+    std::string cgroupPath;
+    std::uint64_t inode;
+    psi::TriggerSpec trigger;
+  };
+
+  // EngineDecide.cpp: the commands of a tick, and what their results change.
+  void absorb(const Input& input, Sensors& in);
+  std::optional<Command> tickCommand(const Input& input, Sensors& in);
+  std::optional<Command> nextChunk(const Input& input, Sensors& in);
+  std::optional<Command> endStep(TimePoint now, Sensors& in);
+  void chunkResult(const cgroup::ReclaimWrite& write, TimePoint now, Sensors& in);
+  std::optional<Command> watchCommand();
+  std::vector<ScopeView> scopes() const;
+
   // Engine.cpp: the turn, idle detection, dropcache, waking.
+  Plan turn(TimePoint now, Sensors& in);
+  // After an EINVAL from memory.reclaim: the probe again. When it still believes in the format
+  // the kernel just refused, reclaimd stops sending it: dropcache without rules, nothing with.
+  void reprobed(const Capabilities& caps);
+  // dropcache's outcome: `before`/`after` are the machine's reclaimable bytes.
+  void dropped(const Result<void>& result, std::uint64_t before, std::optional<std::uint64_t> after,
+               std::chrono::nanoseconds took, TimePoint now);
+  void compacted(const Result<void>& result, std::chrono::nanoseconds took, TimePoint now);
+  // gradual: compact after a pass that freed memory, and once on entering the idle period so
+  // free memory the work left behind forms blocks the host can take. A dry run says so and
+  // answers false.
+  bool wantsCompaction(std::uint64_t freed);
+  // The target a share names (nullptr when it went away meanwhile).
+  const TargetState* target(std::uint32_t id) const;
+  StepLimits limitsFor(const PlannedShare& share, std::chrono::nanoseconds budget) const;
+  // Between chunks: reads the machine's and the target's pressure; true when either backs off.
+  bool pressureStops(std::uint32_t target, TimePoint now, Sensors& in);
+  // A chunk was written (its time is reclaimd's own memory stall).
+  void chunkWritten(std::uint32_t target, std::uint64_t asked, const cgroup::ReclaimWrite& write, std::int64_t freed,
+                    TimePoint now);
+  // A step is over; true when the kernel refused its format (EINVAL): probe again.
+  bool stepEnded(const PlannedShare& share, const StepOutcome& step, bool pressed, TimePoint now, Sensors& in);
+  // How the shell watches scope `id` (after opening its file).
+  void setWatch(ScopeId id, Watch watch, std::string why, bool gone = false);
+  // A PSI trigger fired on `id` (or its cgroup was removed: `gone`).
+  void pressureEvent(ScopeId id, bool gone, TimePoint now, Sensors& in);
   void observeCpu(Sensors& in, const CpuSample& sample);
   void applyRuleDetectors();
   const IdleVerdict& systemVerdict(const policies::IdleSettings& idle) const;
@@ -264,7 +289,9 @@ class Engine {
   std::unordered_map<std::string, Scope> heldScopes_;
   bool cgroupPollingSaid_ = false;
   std::optional<TimePoint> restUntil_;  // at the floors: the next measurement (kRecheckAtFloor)
-  std::uint64_t scopesVersion_ = 1;
+  std::optional<Tick> tick_;
+  std::optional<Command> pending_;  // the command given last, until its result comes
+  std::map<ScopeId, Watching> watched_;
   std::optional<std::uint64_t> machineRefaults_;  // /proc/vmstat, this turn
   // Time spent inside memory.reclaim writes, cumulative: our own memory stall, subtracted from
   // the machine's pressure (PSI charges it to reclaimd's cgroup, so the root sees it).

@@ -1,5 +1,5 @@
 // The gradual mode's pass: share the step budget among the idle targets, and settle each step
-// the shell wrote.
+// once its chunks are written.
 #include <algorithm>
 
 #include "base/Units.h"
@@ -154,11 +154,10 @@ void Engine::chunkWritten(std::uint32_t id, std::uint64_t asked, const cgroup::R
       .add("errno", w.err);
 }
 
-StepFollowUp Engine::stepEnded(const PlannedShare& share, const StepOutcome& step, bool pressed, TimePoint now,
-                               Sensors& in) {
-  StepFollowUp follow;
+bool Engine::stepEnded(const PlannedShare& share, const StepOutcome& step, bool pressed, TimePoint now, Sensors& in) {
+  bool reprobe = false;
   TargetState* t = find(share.target);
-  if (!t) return follow;
+  if (!t) return reprobe;
   overshoot_ = step.overshoot;
   settleStep(*t, step, pressed, now);
   watchRefaults(*t, now, in);
@@ -194,11 +193,11 @@ StepFollowUp Engine::stepEnded(const PlannedShare& share, const StepOutcome& ste
     case cgroup::ReclaimStatus::Done:
     case cgroup::ReclaimStatus::Interrupted:
     case cgroup::ReclaimStatus::Partial: break;
-    case cgroup::ReclaimStatus::Unsupported: follow.reprobe = true; break;
+    case cgroup::ReclaimStatus::Unsupported: reprobe = true; break;
     case cgroup::ReclaimStatus::Gone: targetGone(*t); break;
     case cgroup::ReclaimStatus::Failed: t->period.stalledAt = step.after; break;
   }
-  return follow;
+  return reprobe;
 }
 
 // Counters, the backoffs' relaxation, and the pause after a step that freed (almost) nothing.
@@ -244,7 +243,6 @@ void Engine::fallBack() {
   mode_.fellBack = true;
   mode_.reason = why;
   targets_.clear();
-  ++scopesVersion_;
   emit(Severity::Warn, "mode").add("effective", toString(mode_.mode)).add("reason", why);
 }
 

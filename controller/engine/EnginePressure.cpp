@@ -16,7 +16,6 @@ void Engine::ensureScope(TargetState& t) {
     t.scope->inherit(held->second);
     heldScopes_.erase(held);
   }
-  ++scopesVersion_;
 }
 
 Scope* Engine::scopeById(ScopeId id) {

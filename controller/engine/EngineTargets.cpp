@@ -86,7 +86,6 @@ bool Engine::walk(TimePoint now, Sensors& in) {
   carryUnits(next);
   targets_ = std::move(next);
   lastWalk_ = now;
-  ++scopesVersion_;
   events_.push_back(std::move(stats.add("targets", targets_.size())));
   return true;
 }

@@ -90,7 +90,6 @@ void Engine::judgeUnits(TimePoint now, Sensors& in) {
   for (const auto& u : quiet)
     byPath.emplace(u.quiet.path, &u);
   // Unit targets the scan no longer calls quiet worked since (or left): dropped.
-  const std::size_t before = targets_.size();
   targets_.erase(std::remove_if(targets_.begin(), targets_.end(),
                                 [&](const TargetState& t) {
                                   if (!t.unit) return false;
@@ -105,16 +104,14 @@ void Engine::judgeUnits(TimePoint now, Sensors& in) {
     t.unit->at = q.at;
     t.unit->percent = q.percent;
   }
-  bool changed = targets_.size() != before;
   for (const auto& u : quiet) {
     const bool held = std::any_of(targets_.begin(), targets_.end(),
                                   [&](const TargetState& t) { return t.unit && t.path == u.quiet.path; });
-    if (!held) changed |= adoptUnit(u, now, in);
+    if (!held) adoptUnit(u, now, in);
   }
   // Where a unit last rested is remembered only while it stays quiet.
   for (auto it = unitRest_.begin(); it != unitRest_.end();)
     it = byPath.count(it->first) ? std::next(it) : unitRest_.erase(it);
-  if (changed) ++scopesVersion_;
 }
 
 // A quiet unit becomes a target when its cache is worth a step: kUnitExcess above its floor and
@@ -189,7 +186,6 @@ void Engine::pruneUnits() {
   for (const TargetState& t : targets_) {
     if (!t.unit) busyAround.emplace(t.id, !t.active() && !t.gone);
   }
-  const std::size_t before = targets_.size();
   auto done = [&](const TargetState& t) {
     if (!t.unit) return false;
     const auto around = busyAround.find(t.unit->within);
@@ -201,7 +197,6 @@ void Engine::pruneUnits() {
     return true;
   };
   targets_.erase(std::remove_if(targets_.begin(), targets_.end(), done), targets_.end());
-  if (targets_.size() != before) ++scopesVersion_;
 }
 
 // After a walk: a unit target stays while a target the machine governs still encloses it (and no

@@ -18,64 +18,77 @@ const char* toString(StepEnd end) {
   return "?";
 }
 
+StepRun::StepRun(const StepLimits& limits, std::optional<std::uint64_t> measured)
+    : limits_(limits), overshoot_(limits.overshoot) {
+  if (!measured) {
+    end(StepEnd::Unmeasured);
+    return;
+  }
+  out_.before = out_.after = *measured;
+}
+
+StepOutcome StepRun::end(StepEnd why) {
+  out_.end = why;
+  out_.overshoot = overshoot_;
+  over_ = true;
+  return out_;
+}
+
+std::optional<std::uint64_t> StepRun::next(const std::function<bool()>& shouldStop) {
+  if (over_) return std::nullopt;
+  if (out_.requestedBytes >= limits_.stepBytes) {
+    end(StepEnd::Asked);
+    return std::nullopt;
+  }
+  if (shouldStop()) {
+    end(StepEnd::Stopped);
+    return std::nullopt;
+  }
+  if (out_.chunks > 0 && out_.took >= limits_.budget) {
+    end(StepEnd::Budget);
+    return std::nullopt;
+  }
+  // Freed per byte asked, as last seen: 1.0 on kernels that reclaim what they are asked.
+  const std::uint64_t above = out_.after > limits_.floor ? out_.after - limits_.floor : 0;
+  const auto aim = overshoot_ > 0 ? static_cast<std::uint64_t>(static_cast<double>(above) / overshoot_) : above / 2;
+  const std::uint64_t ask = std::min({limits_.chunk, limits_.stepBytes - out_.requestedBytes, aim});
+  if (ask < policies::kMinRequestBytes) {
+    end(StepEnd::Floor);
+    return std::nullopt;
+  }
+  asking_ = ask;
+  return ask;
+}
+
+std::int64_t StepRun::written(const cgroup::ReclaimWrite& w, std::optional<std::uint64_t> measured) {
+  ++out_.chunks;
+  out_.requestedBytes += asking_;
+  out_.took += w.took;
+  out_.status = w.status;
+  out_.err = w.err;
+  out_.error = w.error;
+  const std::uint64_t was = out_.after;
+  if (measured) out_.after = *measured;
+  const std::int64_t freed = saturatingDifference(was, out_.after);
+  // Only a full chunk says how this kernel overshoots; EAGAIN means it ran out instead.
+  if (w.status == cgroup::ReclaimStatus::Done && freed > 0)
+    overshoot_ = std::clamp(static_cast<double>(freed) / static_cast<double>(asking_), 1.0, 2.0);
+  if (w.status != cgroup::ReclaimStatus::Done)
+    end(StepEnd::Kernel);
+  else if (!measured)
+    end(StepEnd::Unmeasured);
+  return freed;
+}
+
 StepOutcome runStep(const StepLimits& limits, const Measure& measure, const ChunkWriter& write,
                     const std::function<bool()>& shouldStop, const ChunkReport& report) {
-  StepOutcome out;
-  auto current = measure();
-  if (!current) {
-    out.end = StepEnd::Unmeasured;
-    return out;
+  StepRun step(limits, measure());
+  while (auto ask = step.next(shouldStop)) {
+    const cgroup::ReclaimWrite w = write(*ask);
+    const std::int64_t freed = step.written(w, measure());
+    if (report) report(*ask, w, freed);
   }
-  out.before = out.after = *current;
-  // Freed per byte asked, as last seen: 1.0 on kernels that reclaim what they are asked.
-  double overshoot = limits.overshoot;
-  for (;;) {
-    if (out.requestedBytes >= limits.stepBytes) {
-      out.end = StepEnd::Asked;
-      break;
-    }
-    if (shouldStop()) {
-      out.end = StepEnd::Stopped;
-      break;
-    }
-    if (out.chunks > 0 && out.took >= limits.budget) {
-      out.end = StepEnd::Budget;
-      break;
-    }
-    const std::uint64_t above = out.after > limits.floor ? out.after - limits.floor : 0;
-    const auto aim = overshoot > 0 ? static_cast<std::uint64_t>(static_cast<double>(above) / overshoot) : above / 2;
-    const std::uint64_t ask = std::min({limits.chunk, limits.stepBytes - out.requestedBytes, aim});
-    if (ask < policies::kMinRequestBytes) {
-      out.end = StepEnd::Floor;
-      break;
-    }
-    const cgroup::ReclaimWrite w = write(ask);
-    ++out.chunks;
-    out.requestedBytes += ask;
-    out.took += w.took;
-    out.status = w.status;
-    out.err = w.err;
-    out.error = w.error;
-    const std::uint64_t was = out.after;
-    auto now = measure();
-    if (now) out.after = *now;
-    const std::int64_t freed = saturatingDifference(was, out.after);
-    if (report) report(ask, w, freed);
-    // Only a full chunk says how this kernel overshoots; EAGAIN means it ran out instead.
-    if (w.status == cgroup::ReclaimStatus::Done && freed > 0) {
-      overshoot = std::clamp(static_cast<double>(freed) / static_cast<double>(ask), 1.0, 2.0);
-    }
-    if (w.status != cgroup::ReclaimStatus::Done) {
-      out.end = StepEnd::Kernel;
-      break;
-    }
-    if (!now) {
-      out.end = StepEnd::Unmeasured;
-      break;
-    }
-  }
-  out.overshoot = overshoot;
-  return out;
+  return step.outcome();
 }
 
 }  // namespace reclaimd::controller

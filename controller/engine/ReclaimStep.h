@@ -62,6 +62,31 @@ struct StepOutcome {
 // Called after each chunk with its request, its result and what it freed.
 using ChunkReport = std::function<void(std::uint64_t asked, const cgroup::ReclaimWrite&, std::int64_t freed)>;
 
+// A step taken one chunk at a time, for a caller that gives each chunk as a command and hears
+// its result later: next() says the next request (asking `shouldStop` only when one could
+// follow), written() takes its result and the cache measured after it.
+class StepRun {
+ public:
+  // `measured`: the target's reclaimable bytes before the first chunk (nullopt: unreadable).
+  StepRun(const StepLimits& limits, std::optional<std::uint64_t> measured);
+  // The next request's size; nullopt when the step is over (outcome().end says why).
+  std::optional<std::uint64_t> next(const std::function<bool()>& shouldStop);
+  // The result of the request next() gave; answers what it freed.
+  std::int64_t written(const cgroup::ReclaimWrite& write, std::optional<std::uint64_t> measured);
+  bool over() const { return over_; }
+  const StepOutcome& outcome() const { return out_; }
+  std::uint64_t asking() const { return asking_; }
+
+ private:
+  StepOutcome end(StepEnd why);
+
+  StepLimits limits_;
+  StepOutcome out_;
+  double overshoot_ = 0;
+  std::uint64_t asking_ = 0;
+  bool over_ = false;
+};
+
 StepOutcome runStep(const StepLimits& limits, const Measure& measure, const ChunkWriter& write,
                     const std::function<bool()>& shouldStop, const ChunkReport& report = {});
 

@@ -6,6 +6,7 @@
 #include <sys/timerfd.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <csignal>
 #include <ctime>
@@ -16,6 +17,7 @@
 #include "base/Units.h"
 #include "cgroup/Mountinfo.h"
 #include "controller/ExitCodes.h"
+#include "controller/Probe.h"
 #include "controller/operate/ProcessStats.h"
 #include "controller/shell/Turn.h"
 #include "policies/Guard.h"
@@ -105,7 +107,7 @@ Result<void> Daemon::listen() {
       !r)
     return r;
   auto onPressure = [this] {
-    deliverPressureEvents(engine_, *sensors_, *actuator_, clock_.now());
+    betweenTurns(engine_, *sensors_, *actuator_, clock_);
     flushEvents();
   };
   if (auto r = loop_->add(pressure_.fd(), onPressure, kRankPressure); !r) return r;
@@ -145,9 +147,8 @@ Capabilities Daemon::probeWithRoot() {
 
 void Daemon::applyProbe(const char* why) {
   engine_.setCapabilities(probeWithRoot(), why);
-  pressure_.sync(engine_, tracker_ ? &*tracker_ : nullptr);
-  scopesSynced_ = engine_.scopesVersion();
   flushEvents();
+  betweenTurns(engine_, *sensors_, *actuator_, clock_);  // the scopes to watch
 }
 
 int Daemon::run() {
@@ -227,26 +228,32 @@ bool Daemon::stopPending() const {
 
 void Daemon::turn() {
   const TimePoint now = clock_.now();
-  const Plan plan = runTurn(engine_, *sensors_, *actuator_, clock_, now);
-  if (scopesSynced_ != engine_.scopesVersion()) {
-    pressure_.sync(engine_, tracker_ ? &*tracker_ : nullptr);
-    scopesSynced_ = engine_.scopesVersion();
-    if (tracker_) {
-      std::vector<CgroupRef> keep;
-      for (const TargetState& t : engine_.targets())
-        keep.push_back(t.ref());
-      tracker_->retain(keep);
-    }
-  }
+  TimePoint wake = runTurn(engine_, *sensors_, *actuator_, clock_, now);
+  retainTargets();
   flushEvents();
   notifier_.watchdog(now);
   if (notifier_.enabled()) notifier_.status(statusLine());
   endpoints_.newTurn();
   endpoints_.writeMetricsFile([this] { return formatMetrics(report()); }, now);
-  TimePoint wake = plan.wake;
   // systemd's watchdog is pinged from the turn: never sleep past its deadline.
   if (auto deadline = notifier_.watchdogDeadline()) wake = std::min(wake, *deadline);
   armTimer(wake);
+}
+
+// The cgroups' open files follow the engine's targets: a target gone closes its cgroup's files.
+void Daemon::retainTargets() {
+  const auto& targets = engine_.targets();
+  const bool same = targets.size() == targetIds_.size() &&
+                    std::equal(targets.begin(), targets.end(), targetIds_.begin(),
+                               [](const TargetState& t, std::uint32_t id) { return t.id == id; });
+  if (same || !tracker_) return;
+  targetIds_.clear();
+  std::vector<CgroupRef> keep;
+  for (const TargetState& t : targets) {
+    targetIds_.push_back(t.id);
+    keep.push_back(t.ref());
+  }
+  tracker_->retain(keep);
 }
 
 void Daemon::armTimer(TimePoint at) {
@@ -293,7 +300,6 @@ void Daemon::onReloaded() {
     return;
   }
   engine_.setPolicy(std::move(**loaded));
-  pressure_.clear();
   applyProbe("reload");
   const auto& p = engine_.policy();
   emit(Event(Severity::Info, "reload")

@@ -1,7 +1,8 @@
 // The daemon: the thin shell around the engine. It owns the loop (epoll with a handler table:
 // a signalfd for SIGTERM, SIGINT and SIGHUP, a timerfd for the engine's next turn, the PSI
 // trigger set, the status and metrics endpoints), the adapters that read and write the machine,
-// and the probe. Each turn takes one `now` and hands it to runTurn (Turn.h).
+// and the probe. Each turn takes one `now` and hands it to runTurn (Turn.h), which carries out
+// the engine's commands.
 #pragma once
 
 #include <optional>
@@ -56,6 +57,7 @@ class Daemon {
   void reload();
   void onReloaded();
   void rejectReload(const Error& error);
+  void retainTargets();
   void armTimer(TimePoint at);
   void flushEvents();
   bool stopPending() const;
@@ -80,7 +82,7 @@ class Daemon {
   PressureIo pressure_;
   std::optional<SystemSensors> sensors_;
   std::optional<SystemActuator> actuator_;
-  std::uint64_t scopesSynced_ = 0;
+  std::vector<std::uint32_t> targetIds_;  // the targets whose cgroups' files stay open
   EventLog log_;
   Endpoints endpoints_;
   Notifier notifier_;

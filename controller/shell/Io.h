@@ -60,6 +60,8 @@ class SystemActuator final : public Actuator {
   bool stopPending() override { return stopPending_(); }
   std::vector<ScopeEvent> pressureEvents() override { return pressure_.take(); }
   Capabilities reprobe() override { return reprobe_(); }
+  Watched watch(const WatchScope& scope) override { return pressure_.watch(scope, tracker_); }
+  void unwatch(ScopeId id) override { pressure_.unwatch(id); }
   void publish(Events events) override { publish_(std::move(events)); }
 
  private:

@@ -25,50 +25,37 @@ psi::Source PressureIo::openMachine(const psi::TriggerSpec& spec, Tracker* track
   return source;
 }
 
-void PressureIo::watch(Engine& engine, ScopeId id, psi::Source& source, std::string how, bool gone) {
-  if (!source.readable()) {
-    engine.setWatch(id, Watch::Off, source.why(), gone);
-    return;
-  }
+Watched PressureIo::watched(ScopeId id, psi::Source& source, std::string how, bool gone) {
+  if (!source.readable()) return Watched{Watch::Off, source.why(), gone};
   if (source.triggerFd() >= 0) {
     if (auto added = watch_.add(source, id); !added) {
       // EPERM: not something epoll can wait on (a regular file in a test fixture).
       source.dropTrigger(added.error().message());
     }
   }
-  if (source.triggerFd() >= 0)
-    engine.setWatch(id, Watch::Trigger, std::move(how));
-  else
-    engine.setWatch(id, Watch::Polling, source.why());
+  if (source.triggerFd() >= 0) return Watched{Watch::Trigger, std::move(how), false};
+  return Watched{Watch::Polling, source.why(), false};
 }
 
-void PressureIo::sync(Engine& engine, Tracker* tracker) {
-  const auto scopes = engine.scopes();
-  for (auto it = sources_.begin(); it != sources_.end();) {
-    const bool wanted =
-        std::any_of(scopes.begin(), scopes.end(), [&](const Engine::ScopeView& s) { return s.id == it->first; });
-    it = wanted ? std::next(it) : sources_.erase(it);  // closing the fd removes the trigger
-  }
-  for (const Engine::ScopeView& s : scopes) {
-    if (sources_.count(s.id)) continue;
-    std::string how;
-    psi::Source source;
-    bool gone = false;  // a cgroup removed meanwhile: no warning, the walk drops its target
-    if (s.id == kMachineScope) {
-      source = openMachine(s.trigger, tracker, how);
-    } else if (tracker) {
-      auto cg = tracker->open(CgroupRef{s.cgroupPath, s.inode});
-      if (cg) {
-        source = psi::Source::open((*cg)->dirFd(), cgroup::kMemoryPressure, s.trigger);
-      } else {
-        source.dropTrigger(cg.error().message());
-        gone = cgroup::cgroupGone(cg.error());
-      }
-      how = s.cgroupPath + "/memory.pressure";
+Watched PressureIo::watch(const WatchScope& s, Tracker* tracker) {
+  sources_.erase(s.id);  // closing the fd removes the trigger
+  std::string how;
+  psi::Source source;
+  bool gone = false;  // a cgroup removed meanwhile: no warning, the walk drops its target
+  if (s.id == kMachineScope) {
+    source = openMachine(s.trigger, tracker, how);
+  } else if (tracker) {
+    auto cg = tracker->open(CgroupRef{s.path, s.inode});
+    if (cg) {
+      source = psi::Source::open((*cg)->dirFd(), cgroup::kMemoryPressure, s.trigger);
+    } else {
+      source.dropTrigger(cg.error().message());
+      gone = cgroup::cgroupGone(cg.error());
     }
-    auto [placed, inserted] = sources_.emplace(s.id, std::move(source));
-    watch(engine, s.id, placed->second, std::move(how), gone);
+    how = s.path + "/memory.pressure";
   }
+  auto [placed, inserted] = sources_.emplace(s.id, std::move(source));
+  return watched(s.id, placed->second, std::move(how), gone);
 }
 
 Result<std::uint64_t> PressureIo::total(ScopeId id) {

@@ -1,25 +1,20 @@
-// One loop turn: the engine decides, the actuator carries the plan out, the engine is told
-// what happened. The same code runs in the daemon (over the real adapters) and in the engine's
-// scenario tests (over a simulated machine and a manual clock).
+// The shell's side of Engine::decide (Commands.h): hand the engine what happened, carry out the
+// command it answers with, hand it the result, until it has none. The same code runs in the
+// daemon (over the real adapters) and in the engine's scenario tests (over a simulated machine
+// and a manual clock).
 #pragma once
 
-#include <cstdint>
 #include <vector>
 
 #include "base/Clock.h"
 #include "cgroup/Reclaim.h"
-#include "controller/Probe.h"
+#include "controller/engine/Commands.h"
 #include "controller/engine/Engine.h"
 #include "controller/engine/Ports.h"
 
 namespace reclaimd::controller {
 
-struct ScopeEvent {
-  ScopeId scope = kMachineScope;
-  bool gone = false;  // EPOLLERR/EPOLLHUP: the cgroup was removed
-};
-
-// What a turn does to the machine, and what it must notice while doing it.
+// What the engine's commands do to the machine, and what the loop notices meanwhile.
 class Actuator {
  public:
   virtual ~Actuator() = default;
@@ -28,22 +23,34 @@ class Actuator {
   // sync (bounded: a hung filesystem must not hang the loop), then drop_caches.
   virtual Result<void> dropCaches() = 0;
   virtual Result<void> compact() = 0;
+  // The capability probe again (after an EINVAL).
+  virtual Capabilities reprobe() = 0;
+  // Opens a pressure scope's file and registers its trigger; closes one.
+  virtual Watched watch(const WatchScope& scope) = 0;
+  virtual void unwatch(ScopeId id) = 0;
   // A stop (SIGTERM, SIGINT) is pending: peeked, not consumed.
   virtual bool stopPending() = 0;
   // The PSI trigger events since the last call.
   virtual std::vector<ScopeEvent> pressureEvents() = 0;
-  // The capability probe again (after an EINVAL).
-  virtual Capabilities reprobe() = 0;
-  // What the engine said during a step, passed on chunk by chunk so the log follows the work
-  // as it happens (a step of many chunks takes a while; an operator, or a test sending SIGTERM
-  // at the first chunk, must not see its lines only afterwards).
+  // What the engine said, passed on command by command so the log follows the work as it
+  // happens (a step of many chunks takes a while; an operator, or a test sending SIGTERM at the
+  // first chunk, must not see its lines only afterwards).
   virtual void publish(Events events) = 0;
 };
 
-// Runs one turn at `now` and returns its plan (plan.wake: when the next one is due).
-Plan runTurn(Engine& engine, Sensors& in, Actuator& out, const Clock& clock, TimePoint now);
+// Carries out one command, timed by `clock`; answers its result.
+CommandResult carryOut(const Command& command, Actuator& out, const Clock& clock);
 
-// Passes the pending PSI trigger events to the engine.
-void deliverPressureEvents(Engine& engine, Sensors& in, Actuator& out, TimePoint now);
+// Gives the engine `first` (its time, its pressure events and a pending stop are filled in
+// here), then carries out its commands until it gives none. Answers the last Output: its wake
+// is set when a turn ended.
+Output drive(Engine& engine, Sensors& in, Actuator& out, const Clock& clock, Input first);
+
+// A turn at `now` (the timer fired); answers when the next one is due.
+TimePoint runTurn(Engine& engine, Sensors& in, Actuator& out, const Clock& clock, TimePoint now);
+
+// Between turns: hands the engine the pending PSI trigger events, and carries out what it answers
+// (after a probe or a reload, the scopes to watch).
+void betweenTurns(Engine& engine, Sensors& in, Actuator& out, const Clock& clock);
 
 }  // namespace reclaimd::controller

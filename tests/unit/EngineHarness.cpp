@@ -14,14 +14,11 @@ void EngineHarness::start(policies::Policy policy, bool dryRun) {
   engine_->setCapabilities(fullCapabilities(), "start");
   sim_.bind(*engine_);
   start_ = clock_.now();
+  controller::betweenTurns(*engine_, sim_, sim_, clock_);  // what the daemon does after the probe
   afterTurn();
 }
 
 void EngineHarness::afterTurn() {
-  // What the shell's PressureIo does: watch each new scope.
-  for (const auto& s : engine_->scopes()) {
-    if (watched_.insert(s.id).second) engine_->setWatch(s.id, watchAs_, "test");
-  }
   for (Event& e : std::exchange(sim_.published, {}))
     events_.push_back(std::move(e));
   for (Event& e : engine_->takeEvents())

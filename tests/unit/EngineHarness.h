@@ -34,23 +34,22 @@ class EngineHarness : public ::testing::Test {
   std::vector<Write> writesSince(std::size_t from) const;
   // The machine stalls half the time, its PSI trigger fires, and 2 s pass: one backoff.
   void stallTheMachine();
-  // What SIGHUP does: the engine takes `policy`, and the shell watches every scope afresh.
+  // What SIGHUP does: the engine takes `policy` (its next turn has every scope watched afresh).
   void reload(policies::Policy policy) {
     engine_->setPolicy(std::move(policy));
-    watched_.clear();
+    for (Event& e : engine_->takeEvents())
+      events_.push_back(std::move(e));
   }
   double mib(const std::string& value) const { return std::stod(value); }
 
   ManualClock clock_;
   SimMachine sim_{clock_};
   std::unique_ptr<controller::Engine> engine_;
-  controller::Watch watchAs_ = controller::Watch::Trigger;
   Events events_;
   TimePoint start_;
 
  private:
   void afterTurn();
-  std::set<controller::ScopeId> watched_;
 };
 
 }  // namespace reclaimd::testing

@@ -182,9 +182,12 @@ Result<std::uint64_t> SimMachine::pressureTotal(ScopeId scope) {
   advance();
   if (auto f = fault("pressure")) return *f;
   if (scope == controller::kMachineScope) return machineStallUsec_;
-  const controller::TargetState* t = engine_ ? engine_->target(scope) : nullptr;
-  if (!t || !find(t->ref())) return errnoError(ENOENT, "gone");
-  return cgroups_.at(t->path).stallUsec;
+  // The scope's cgroup as the engine named it when it said to watch it.
+  auto watched = watching.find(scope);
+  if (watched == watching.end()) return errnoError(ENOENT, "no pressure file for this scope");
+  const CgroupRef ref{watched->second.path, watched->second.inode};
+  if (!find(ref)) return errnoError(ENOENT, "gone");
+  return cgroups_.at(watched->second.path).stallUsec;
 }
 
 // Reclaims `bytes` from the subtree of `path`: its own cache first, then its children's.
@@ -237,13 +240,12 @@ int runUntil(controller::Engine& engine, SimMachine& sim, ManualClock& clock, Ti
   sim.bind(engine);
   int turns = 0;
   while (clock.now() < until) {
-    // The daemon's loop hands trigger events to the engine as they come, before the timer's turn.
-    controller::deliverPressureEvents(engine, sim, sim, clock.now());
-    const controller::Plan plan = controller::runTurn(engine, sim, sim, clock, clock.now());
+    // Trigger events pending now reach the engine with the timer's turn, before its readings.
+    const TimePoint wake = controller::runTurn(engine, sim, sim, clock, clock.now());
     ++turns;
     if (stop && stop()) break;
-    clock.set(std::min(plan.wake, until));
-    if (plan.wake >= until) break;
+    clock.set(std::min(wake, until));
+    if (wake >= until) break;
   }
   return turns;
 }

@@ -1,7 +1,7 @@
 // A simulated machine for the engine's scenario tests: the engine's ports (Sensors, Actuator)
 // over a model of a cgroup tree with file cache, CPU use, refaults and pressure, driven by a
 // manual clock. A scenario runs minutes of the daemon's behaviour in milliseconds, through the
-// same turn code the daemon runs (controller/shell/Turn.h).
+// same command loop the daemon runs (controller/shell/Turn.h).
 #pragma once
 
 #include <chrono>
@@ -107,11 +107,19 @@ class SimMachine final : public controller::Sensors, public controller::Actuator
     ++reprobes;
     return caps_;
   }
+  controller::Watched watch(const controller::WatchScope& scope) override {
+    watching[scope.id] = scope;
+    return controller::Watched{watchAs, "test", false};
+  }
+  void unwatch(ScopeId id) override { watching.erase(id); }
   void publish(Events events) override {
     for (Event& e : events)
       published.push_back(std::move(e));
   }
-  Events published;  // what the engine said during steps, in order
+  Events published;  // what the engine said, in order
+  // How the shell watches the scopes it is told to watch, and which it watches now.
+  controller::Watch watchAs = controller::Watch::Trigger;
+  std::map<ScopeId, controller::WatchScope> watching;
 
  private:
   std::optional<Error> fault(const std::string& what);

@@ -1,0 +1,98 @@
+// What the engine and the shell say to each other: the shell hands Engine::decide an Input (the
+// time, what the last command did, the pressure events that fired, a pending stop) and gets an
+// Output (at most one command to carry out, events to log, and when a turn ends, when to wake).
+// The shell carries the command out and calls decide again with its result, until no command
+// comes. Readings are still pulled through Sensors (Ports.h), so a quiet tick reads /proc/stat
+// alone; everything else the engine learns comes through here, which is what a recording holds.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "base/Clock.h"
+#include "base/Event.h"
+#include "base/Result.h"
+#include "cgroup/ReclaimTypes.h"
+#include "controller/engine/Capabilities.h"
+#include "controller/engine/Ports.h"
+#include "controller/engine/Scope.h"
+#include "psi/TriggerSpec.h"
+
+namespace reclaimd::controller {
+
+// One memory.reclaim request of `bytes` to the cgroup at `path` (relative; "" is the root),
+// which must still be the one with `inode` (0 for the root).
+struct ReclaimChunk {
+  std::string path;
+  std::uint64_t inode = 0;
+  std::uint64_t bytes = 0;
+  cgroup::ReclaimFormat format = cgroup::ReclaimFormat::Plain;
+};
+// sync (bounded), then drop_caches.
+struct DropCaches {};
+// compact_memory.
+struct Compact {};
+// The capability probe again (memory.reclaim answered EINVAL).
+struct Reprobe {};
+// Open the scope's pressure file and register its trigger (again, if it was open).
+struct WatchScope {
+  ScopeId id = kMachineScope;
+  std::string path;  // the target's cgroup; "" for the machine (/proc first)
+  std::uint64_t inode = 0;
+  psi::TriggerSpec trigger;
+};
+// Close the scope's pressure file.
+struct UnwatchScope {
+  ScopeId id = kMachineScope;
+};
+
+using Command = std::variant<ReclaimChunk, DropCaches, Compact, Reprobe, WatchScope, UnwatchScope>;
+
+// The results, one kind per command: a chunk's write; a drop's or a compaction's outcome and
+// time; the probe's findings; how a scope is watched (an unwatch has nothing to tell).
+struct Written {
+  cgroup::ReclaimWrite write;
+};
+struct Finished {
+  Result<void> result;
+  std::chrono::nanoseconds took{0};
+};
+struct Probed {
+  Capabilities caps;
+};
+struct Watched {
+  Watch how = Watch::Off;
+  std::string why;    // the file and trigger used, or why not
+  bool gone = false;  // the cgroup went away meanwhile (no warning: the walk drops it)
+};
+struct Unwatched {};
+
+using CommandResult = std::variant<std::monostate, Written, Finished, Probed, Watched, Unwatched>;
+
+// A PSI trigger fired on `scope` (or its cgroup was removed: `gone`).
+struct ScopeEvent {
+  ScopeId scope = kMachineScope;
+  bool gone = false;
+};
+
+struct Input {
+  TimePoint now{};
+  bool tick = false;  // the timer fired: a turn begins
+  bool stop = false;  // SIGTERM or SIGINT is pending: the turn ends before its next write
+  CommandResult result;  // of the command the last Output gave; monostate when it gave none
+  std::vector<ScopeEvent> pressure;
+};
+
+struct Output {
+  std::optional<Command> command;  // none: nothing to do until the next tick or event
+  std::optional<TimePoint> wake;   // when a turn ended: the next one is due then
+  Events events;
+};
+
+const char* commandName(const Command& command);
+
+}  // namespace reclaimd::controller

@@ -1,0 +1,163 @@
+// The engine's one entry point: what happened comes in, the next command goes out.
+#include <algorithm>
+
+#include "controller/engine/Engine.h"
+
+namespace reclaimd::controller {
+
+using namespace std::chrono;
+
+const char* commandName(const Command& command) {
+  static constexpr const char* kNames[] = {"reclaim", "drop_caches", "compact", "reprobe", "watch", "unwatch"};
+  return kNames[command.index()];
+}
+
+// A tick, top to bottom: the result of the command given last is taken in, then the pressure
+// events that fired; a timer's input begins a turn (turn(): read the CPU, judge idleness, walk
+// and measure the targets, plan the pass); then come the turn's commands one at a time
+// (tickCommand), then the scopes to watch or forget; when none is left the turn is over and the
+// shell is told when to wake.
+Output Engine::decide(const Input& input, Sensors& in) {
+  absorb(input, in);
+  for (const ScopeEvent& e : input.pressure)
+    pressureEvent(e.scope, e.gone, input.now, in);
+  if (input.tick && !tick_) {
+    Plan plan = turn(input.now, in);
+    tick_.emplace();
+    tick_->gradual = mode_.mode == policies::Mode::Gradual;
+    tick_->plan = std::move(plan);
+  }
+  Output out;
+  if (tick_) out.command = tickCommand(input, in);
+  if (!out.command) out.command = watchCommand();
+  if (!out.command && tick_) {
+    out.wake = tick_->plan.wake;
+    tick_.reset();
+  }
+  pending_ = out.command;
+  out.events = takeEvents();
+  return out;
+}
+
+// dropcache: the drop, then the compaction after it. gradual: each share as a step of chunks,
+// then the compaction a pass that freed memory asks for. A pending stop ends the turn before
+// its next write or compaction.
+std::optional<Command> Engine::tickCommand(const Input& input, Sensors& in) {
+  Tick& k = *tick_;
+  if (k.plan.dropCache && !std::exchange(k.dropAsked, true)) {
+    auto before = in.meminfo();
+    k.dropBefore = before ? before->reclaimable() : 0;
+    return DropCaches{};
+  }
+  if (k.plan.compactAfterDrop && !std::exchange(k.compactAsked, true) && !input.stop) return Compact{};
+  if (!k.gradual) return std::nullopt;
+  if (auto next = nextChunk(input, in)) return next;
+  if (!std::exchange(k.compactAsked, true) && wantsCompaction(k.freed) && !input.stop) return Compact{};
+  return std::nullopt;
+}
+
+// The pass: the next chunk of the share being written, or of the next share. Before each chunk
+// the machine's and the target's pressure are read: a backoff ends the step (the engine's own
+// check, not the shell's). The pass's writes share kPassBudget.
+std::optional<Command> Engine::nextChunk(const Input& input, Sensors& in) {
+  Tick& k = *tick_;
+  while (k.share < k.plan.shares.size()) {
+    const PlannedShare& share = k.plan.shares[k.share];
+    if (!k.step) {
+      if (mode_.mode != policies::Mode::Gradual || input.stop || k.left <= 0ns) {
+        k.share = k.plan.shares.size();  // a re-probe changed the mode, a stop, or no time left
+        return std::nullopt;
+      }
+      if (!target(share.target) || pressureStops(share.target, input.now, in)) {
+        ++k.share;
+        continue;
+      }
+      k.step.emplace(limitsFor(share, k.left), share.known);  // measured this turn already
+      k.pressed = false;
+    }
+    const auto ask =
+        k.step->next([&] { return input.stop || (k.pressed = pressureStops(share.target, input.now, in)); });
+    if (ask) {
+      const TargetState& t = *target(share.target);
+      return ReclaimChunk{t.path, t.inode, *ask, mode_.format};
+    }
+    if (auto probe = endStep(input.now, in)) return probe;
+  }
+  return std::nullopt;
+}
+
+// A step is over: settle it; an EINVAL asks for the probe again.
+std::optional<Command> Engine::endStep(TimePoint now, Sensors& in) {
+  Tick& k = *tick_;
+  const StepOutcome step = k.step->outcome();
+  k.step.reset();
+  const PlannedShare share = k.plan.shares[k.share++];
+  k.left -= step.took;
+  const bool reprobe = stepEnded(share, step, k.pressed, now, in);
+  if (step.freed() > 0) k.freed += static_cast<std::uint64_t>(step.freed());
+  if (reprobe) return Reprobe{};
+  return std::nullopt;
+}
+
+// The result of the command given last. One that does not answer it (a shell's mistake, or a
+// recording edited by hand) is dropped: the command counts as not carried out.
+void Engine::absorb(const Input& input, Sensors& in) {
+  const std::optional<Command> given = std::exchange(pending_, std::nullopt);
+  if (!given) return;
+  if (const auto* w = std::get_if<Written>(&input.result); w && std::holds_alternative<ReclaimChunk>(*given)) {
+    chunkResult(w->write, input.now, in);
+  } else if (const auto* f = std::get_if<Finished>(&input.result); f && std::holds_alternative<DropCaches>(*given)) {
+    auto after = in.meminfo();
+    dropped(f->result, tick_ ? tick_->dropBefore : 0, after ? std::optional(after->reclaimable()) : std::nullopt,
+            f->took, input.now);
+  } else if (f && std::holds_alternative<Compact>(*given)) {
+    compacted(f->result, f->took, input.now);
+  } else if (const auto* p = std::get_if<Probed>(&input.result); p && std::holds_alternative<Reprobe>(*given)) {
+    reprobed(p->caps);
+  } else if (const auto* h = std::get_if<Watched>(&input.result); h && std::holds_alternative<WatchScope>(*given)) {
+    setWatch(std::get<WatchScope>(*given).id, h->how, h->why, h->gone);
+  }
+}
+
+// A chunk was written: the target is measured again (the step sizes its next chunk from it).
+void Engine::chunkResult(const cgroup::ReclaimWrite& write, TimePoint now, Sensors& in) {
+  if (!tick_ || !tick_->step) return;
+  Tick& k = *tick_;
+  const std::uint32_t id = k.plan.shares[k.share].target;
+  const TargetState* t = target(id);
+  std::optional<std::uint64_t> measured;
+  if (t && !t->isRoot()) {
+    if (auto m = in.memory(t->ref())) measured = m->reclaimable;
+  } else if (t) {
+    if (auto mem = in.meminfo()) measured = mem->reclaimable();
+  }
+  const std::uint64_t asked = k.step->asking();
+  const std::int64_t freed = k.step->written(write, measured);
+  chunkWritten(id, asked, write, freed, now);
+}
+
+// The scopes the shell watches follow the scopes the engine has: one that went (or was made
+// anew by a reload, or changed its trigger) is forgotten, then each new one is watched.
+std::optional<Command> Engine::watchCommand() {
+  const std::vector<ScopeView> want = scopes();
+  auto same = [](const Watching& w, const ScopeView& s) {
+    return w.path == s.cgroupPath && w.inode == s.inode && w.trigger.stall == s.trigger.stall &&
+           w.trigger.window == s.trigger.window;
+  };
+  for (auto it = watched_.begin(); it != watched_.end(); ++it) {
+    auto found = std::find_if(want.begin(), want.end(), [&](const ScopeView& s) { return s.id == it->first; });
+    if (it->second.stale || found == want.end() || !same(it->second, *found)) {
+      const ScopeId id = it->first;
+      watched_.erase(it);
+      return UnwatchScope{id};
+    }
+  }
+  for (const ScopeView& s : want) {
+    if (watched_.count(s.id)) continue;
+    watched_.emplace(s.id, Watching{s.cgroupPath, s.inode, s.trigger, false});
+    return WatchScope{s.id, s.cgroupPath, s.inode, s.trigger};
+  }
+  return std::nullopt;
+}
+
+}  // namespace reclaimd::controller

@@ -1,0 +1,108 @@
+// Engine::decide as the shell sees it: the commands a tick gives, in order, and what a result or
+// a pending stop changes. The simulated machine carries the commands out.
+#include <gtest/gtest.h>
+
+#include "controller/shell/Turn.h"
+#include "tests/unit/EngineHarness.h"
+
+namespace reclaimd::testing {
+namespace {
+
+using namespace std::chrono_literals;
+using controller::Command;
+
+class DecideTest : public EngineHarness {
+ protected:
+  // One tick, each command carried out by the simulated machine; `stopAfterChunk`: a stop is
+  // pending from the first chunk's result on.
+  std::vector<Command> tick(bool stopAfterChunk = false) {
+    controller::Input input;
+    input.now = clock_.now();
+    input.tick = true;
+    std::vector<Command> given;
+    for (;;) {
+      controller::Output out = engine_->decide(input, sim_);
+      for (Event& e : out.events)
+        events_.push_back(std::move(e));
+      if (!out.command) {
+        EXPECT_TRUE(out.wake.has_value()) << "a turn ends with when to wake";
+        wake_ = out.wake.value_or(clock_.now() + 1s);
+        return given;
+      }
+      given.push_back(*out.command);
+      input = controller::Input{};
+      input.result = controller::carryOut(*out.command, sim_, clock_);
+      input.now = clock_.now();
+      input.stop = stopAfterChunk && std::holds_alternative<controller::ReclaimChunk>(given.front());
+    }
+  }
+  // Ticks until one gives a chunk to write; answers that tick's commands.
+  std::vector<Command> firstWritingTick(bool stopAfterChunk = false) {
+    for (int i = 0; i < 100; ++i) {
+      clock_.set(wake_);
+      auto given = tick(stopAfterChunk);
+      if (!given.empty() && std::holds_alternative<controller::ReclaimChunk>(given.front())) return given;
+    }
+    ADD_FAILURE() << "no tick wrote";
+    return {};
+  }
+  TimePoint wake_{};
+};
+
+TEST_F(DecideTest, AnIdleMachinesTickIsChunksOfTheRootToTheFloorThenACompaction) {
+  sim_.addCgroup("work", 600 * kMiB);
+  start();
+  run(119s);
+  ASSERT_TRUE(sim_.writes().empty());
+  wake_ = clock_.now();
+  const std::vector<Command> given = firstWritingTick();
+  ASSERT_GE(given.size(), 2u);
+  std::uint64_t asked = 0;
+  for (std::size_t i = 0; i + 1 < given.size(); ++i) {
+    const auto* chunk = std::get_if<controller::ReclaimChunk>(&given[i]);
+    ASSERT_NE(chunk, nullptr) << "command " << i << " is " << controller::commandName(given[i]);
+    EXPECT_EQ(chunk->path, "") << "the machine's target is the root";
+    EXPECT_LE(chunk->bytes, 64 * kMiB);
+    asked += chunk->bytes;
+  }
+  EXPECT_TRUE(std::holds_alternative<controller::Compact>(given.back())) << "a pass that freed memory compacts";
+  EXPECT_EQ(asked, 256 * kMiB) << "one whole step (the default 256 MiB) in one tick";
+}
+
+TEST_F(DecideTest, APendingStopEndsTheTurnBeforeItsNextChunkAndItsCompaction) {
+  sim_.addCgroup("work", 600 * kMiB);
+  start();
+  run(119s);
+  wake_ = clock_.now();
+  const std::vector<Command> given = firstWritingTick(true);
+  ASSERT_EQ(given.size(), 1u) << "one chunk, then nothing: no second chunk, no compaction";
+  const auto steps = named("reclaim_step");
+  ASSERT_EQ(steps.size(), 1u);
+  EXPECT_EQ(*steps[0].field("end"), "stopped");
+}
+
+TEST_F(DecideTest, AReloadWatchesEveryScopeAfresh) {
+  start();
+  ASSERT_EQ(sim_.watching.count(controller::kMachineScope), 1u) << "the machine's scope is watched from the start";
+  reload(policies::Policy{});
+  controller::Input input;
+  input.now = clock_.now();
+  controller::Output out = engine_->decide(input, sim_);
+  ASSERT_TRUE(out.command.has_value());
+  const auto* forget = std::get_if<controller::UnwatchScope>(&*out.command);
+  ASSERT_NE(forget, nullptr) << controller::commandName(*out.command);
+  EXPECT_EQ(forget->id, controller::kMachineScope);
+  input.result = controller::Unwatched{};
+  out = engine_->decide(input, sim_);
+  ASSERT_TRUE(out.command.has_value());
+  const auto* watch = std::get_if<controller::WatchScope>(&*out.command);
+  ASSERT_NE(watch, nullptr) << controller::commandName(*out.command);
+  EXPECT_EQ(watch->id, controller::kMachineScope);
+  input.result = controller::Watched{controller::Watch::Trigger, "test", false};
+  out = engine_->decide(input, sim_);
+  EXPECT_FALSE(out.command.has_value()) << "watched once: nothing more to do";
+  EXPECT_FALSE(out.wake.has_value()) << "no turn began: no wake to tell";
+}
+
+}  // namespace
+}  // namespace reclaimd::testing
