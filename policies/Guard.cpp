@@ -13,7 +13,7 @@
 #include <cstring>
 
 #include "base/UniqueFd.h"
-#include "base/Units.h"
+#include "base/Quantities.h"
 
 namespace reclaimd::policies {
 

@@ -5,7 +5,7 @@
 
 #include <unordered_map>
 
-#include "base/Units.h"
+#include "base/Quantities.h"
 #include "policies/Keys.h"
 #include "policies/Reader.h"
 

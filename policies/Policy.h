@@ -9,7 +9,7 @@
 #include <string_view>
 #include <vector>
 
-#include "base/Units.h"
+#include "base/Quantities.h"
 #include "policies/Pattern.h"
 
 namespace reclaimd::policies {

@@ -9,7 +9,7 @@
 #include <memory>
 
 #include "base/Files.h"
-#include "base/Units.h"
+#include "base/Quantities.h"
 #include "policies/Loader.h"
 
 namespace reclaimd::policies {

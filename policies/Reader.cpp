@@ -7,7 +7,7 @@
 #include <set>
 #include <tuple>
 
-#include "base/Units.h"
+#include "base/Quantities.h"
 
 namespace reclaimd::policies {
 

@@ -5,7 +5,7 @@
 
 #include "base/Checked.h"
 #include "base/Text.h"
-#include "base/Units.h"
+#include "base/Quantities.h"
 
 namespace reclaimd::proc {
 

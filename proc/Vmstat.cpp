@@ -4,7 +4,7 @@
 #include <string>
 
 #include "base/Text.h"
-#include "base/Units.h"
+#include "base/Quantities.h"
 
 namespace reclaimd::proc {
 

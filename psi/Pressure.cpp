@@ -6,7 +6,7 @@
 #include <string>
 
 #include "base/Text.h"
-#include "base/Units.h"
+#include "base/Quantities.h"
 
 namespace reclaimd::psi {
 

@@ -5,7 +5,7 @@
 #include "base/Event.h"
 #include "base/Limits.h"
 #include "base/Log.h"
-#include "base/Units.h"
+#include "base/Quantities.h"
 #include "controller/ExitCodes.h"
 #include "controller/Probe.h"
 #include "controller/engine/ModeChoice.h"

@@ -65,7 +65,7 @@ struct Probed {
   Capabilities caps;
 };
 struct Watched {
-  Watch how = Watch::Off;
+  PressureFeed how = PressureFeed::Off;
   std::string why;    // the file and trigger used, or why not
   bool gone = false;  // the cgroup went away meanwhile (no warning: the walk drops it)
 };

@@ -3,7 +3,7 @@
 
 #include <algorithm>
 
-#include "base/Units.h"
+#include "base/Quantities.h"
 #include "policies/Step.h"
 
 namespace reclaimd::controller {

@@ -181,7 +181,7 @@ class Engine {
   // A step is over; true when the kernel refused its format (EINVAL): probe again.
   bool stepEnded(const PlannedShare& share, const StepOutcome& step, bool pressed, TimePoint now, Sensors& in);
   // How the shell watches scope `id` (after opening its file).
-  void setWatch(ScopeId id, Watch watch, std::string why, bool gone = false);
+  void setFeed(ScopeId id, PressureFeed feed, std::string why, bool gone = false);
   // A PSI trigger fired on `id` (or its cgroup was removed: `gone`).
   void pressureEvent(ScopeId id, bool gone, TimePoint now, Sensors& in);
   void observeCpu(Sensors& in, const CpuSample& sample);

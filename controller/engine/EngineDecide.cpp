@@ -115,7 +115,7 @@ void Engine::absorb(const Input& input, Sensors& in) {
   } else if (const auto* p = std::get_if<Probed>(&input.result); p && std::holds_alternative<Reprobe>(*given)) {
     reprobed(p->caps);
   } else if (const auto* h = std::get_if<Watched>(&input.result); h && std::holds_alternative<WatchScope>(*given)) {
-    setWatch(std::get<WatchScope>(*given).id, h->how, h->why, h->gone);
+    setFeed(std::get<WatchScope>(*given).id, h->how, h->why, h->gone);
   }
 }
 

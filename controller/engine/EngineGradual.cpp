@@ -2,7 +2,7 @@
 // once its chunks are written.
 #include <algorithm>
 
-#include "base/Units.h"
+#include "base/Quantities.h"
 #include "controller/engine/Budget.h"
 #include "controller/engine/Engine.h"
 #include "policies/Step.h"
@@ -19,7 +19,7 @@ void Engine::gradualTurn(TimePoint now, Sensors& in, Plan& plan) {
   for (TargetState& t : targets_) {
     if (t.active() || trimDue(t, now)) ensureScope(t);
     if (!t.scope) continue;
-    if ((t.active() && t.scope->watch() == Watch::Polling) || t.scope->backoff().active())
+    if ((t.active() && t.scope->feed() == PressureFeed::Polling) || t.scope->backoff().active())
       samplePressure(*t.scope, t.id, now, in);
   }
   const bool trims =

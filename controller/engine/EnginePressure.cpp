@@ -2,7 +2,7 @@
 // totals, backoff and resume, and refault protection.
 #include <algorithm>
 
-#include "base/Units.h"
+#include "base/Quantities.h"
 #include "controller/engine/Engine.h"
 
 namespace reclaimd::controller {
@@ -33,14 +33,14 @@ std::vector<Engine::ScopeView> Engine::scopes() const {
   return out;
 }
 
-void Engine::setWatch(ScopeId id, Watch watch, std::string why, bool gone) {
+void Engine::setFeed(ScopeId id, PressureFeed feed, std::string why, bool gone) {
   Scope* scope = scopeById(id);
   if (!scope) return;
-  scope->setWatch(watch, why);
+  scope->setFeed(feed, why);
   if (id != kMachineScope) {
-    if (watch == Watch::Polling && !std::exchange(cgroupPollingSaid_, true))
+    if (feed == PressureFeed::Polling && !std::exchange(cgroupPollingSaid_, true))
       emit(Severity::Warn, "pressure_watch").add("scope", "cgroups").add("mode", "polling").add("reason", why);
-    if (watch == Watch::Off && !gone) {
+    if (feed == PressureFeed::Off && !gone) {
       // This target's reclaim no longer stops on its own pressure: worth a line (per cgroup,
       // so the event log's per-cgroup limit holds a tree of them).
       emit(Severity::Warn, "pressure_watch")
@@ -52,27 +52,27 @@ void Engine::setWatch(ScopeId id, Watch watch, std::string why, bool gone) {
     }
     emit(Severity::Debug, "pressure_watch")
         .add("scope", scope->label())
-        .add("mode", toString(watch))
+        .add("mode", toString(feed))
         .add("trigger", psi::triggerText(scope->spec()));
     return;
   }
-  switch (watch) {
-    case Watch::Pending: break;
-    case Watch::Trigger:
+  switch (feed) {
+    case PressureFeed::Pending: break;
+    case PressureFeed::Trigger:
       emit(Severity::Info, "pressure_watch")
           .add("scope", "machine")
           .add("mode", "trigger")
           .add("trigger", psi::triggerText(scope->spec()))
           .add("source", why);
       break;
-    case Watch::Polling:
+    case PressureFeed::Polling:
       emit(Severity::Warn, "pressure_watch")
           .add("scope", "machine")
           .add("mode", "polling")
           .add("trigger", psi::triggerText(scope->spec()))
           .add("reason", why);
       break;
-    case Watch::Off:
+    case PressureFeed::Off:
       emit(Severity::Warn, "pressure_watch").add("scope", "machine").add("mode", "off").add("reason", why);
   }
 }
@@ -85,7 +85,7 @@ void Engine::pressureEvent(ScopeId id, bool gone, TimePoint now, Sensors& in) {
         .add("scope", scope->label())
         .add("mode", "off")
         .add("reason", "cgroup removed");
-    scope->setWatch(Watch::Off, "cgroup removed");
+    scope->setFeed(PressureFeed::Off, "cgroup removed");
     lastWalk_.reset();
     return;
   }
@@ -127,7 +127,7 @@ void Engine::reportPressure(Scope& scope, TimePoint now, const char* source) {
 }
 
 void Engine::samplePressure(Scope& scope, ScopeId id, TimePoint now, Sensors& in) {
-  if (scope.watch() == Watch::Off || scope.watch() == Watch::Pending) return;
+  if (scope.feed() == PressureFeed::Off || scope.feed() == PressureFeed::Pending) return;
   auto total = in.pressureTotal(id);
   if (!total) return;
   const std::uint64_t own = id == kMachineScope ? static_cast<std::uint64_t>(ownStall_.count()) : 0;

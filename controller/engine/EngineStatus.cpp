@@ -11,7 +11,7 @@ namespace {
 using Clock = std::function<std::string(TimePoint)>;
 
 ScopeStatus scopeStatus(const Scope& p, TimePoint now, double unixNow, const Clock& when) {
-  ScopeStatus out{p.label(), toString(p.watch()), p.backoff().active(), p.events, p.backoffs, p.backoff().scale()};
+  ScopeStatus out{p.label(), toString(p.feed()), p.backoff().active(), p.events, p.backoffs, p.backoff().scale()};
   if (out.backedOff) {
     const TimePoint at = p.backoff().resumeAt();
     out.resumeAt = when(at);

@@ -17,7 +17,7 @@
 #include <algorithm>
 #include <string>
 
-#include "base/Units.h"
+#include "base/Quantities.h"
 #include "controller/engine/Engine.h"
 #include "policies/Step.h"
 

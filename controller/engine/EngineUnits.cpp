@@ -19,7 +19,7 @@
 #include <string_view>
 #include <unordered_map>
 
-#include "base/Units.h"
+#include "base/Quantities.h"
 #include "controller/engine/Engine.h"
 #include "policies/Rules.h"
 #include "policies/Step.h"

@@ -2,12 +2,12 @@
 
 namespace reclaimd::controller {
 
-const char* toString(Watch watch) {
-  switch (watch) {
-    case Watch::Pending: return "pending";
-    case Watch::Trigger: return "trigger";
-    case Watch::Polling: return "polling";
-    case Watch::Off: return "off";
+const char* toString(PressureFeed feed) {
+  switch (feed) {
+    case PressureFeed::Pending: return "pending";
+    case PressureFeed::Trigger: return "trigger";
+    case PressureFeed::Polling: return "polling";
+    case PressureFeed::Off: return "off";
   }
   return "?";
 }
@@ -30,7 +30,7 @@ bool Scope::add(TimePoint now, std::uint64_t totalUsec, std::uint64_t ownUsec) {
   // a gap without a crossing: a reading after one says nothing about the last window, and spread
   // over it, the stall of a workload long gone would count as pressure now. Start afresh.
   // (Polled scopes keep the average: it is all their sparse readings can tell.)
-  if (watch_ == Watch::Trigger && lastAt_ && now - *lastAt_ > span_) meter_ = psi::Meter(span_);
+  if (feed_ == PressureFeed::Trigger && lastAt_ && now - *lastAt_ > span_) meter_ = psi::Meter(span_);
   lastAt_ = now;
   // Our own stall can overlap others' (then "some" counted it once): subtracting it can hide a
   // little of theirs, never invent any.

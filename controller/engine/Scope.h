@@ -20,15 +20,15 @@
 
 namespace reclaimd::controller {
 
-// How the shell watches a scope's file.
-enum class Watch {
+// How pressure readings reach a scope: by a PSI trigger, by polling its totals, or not at all.
+enum class PressureFeed {
   Pending,  // not opened yet
   Trigger,  // a PSI trigger wakes the loop; totals are read only while backed off
   Polling,  // totals are read on every sample (no trigger could be registered)
   Off,      // the file cannot be read: no pressure watching here
 };
 
-const char* toString(Watch watch);
+const char* toString(PressureFeed feed);
 
 BackoffConfig backoffConfigOf(const policies::PressureSettings& s);
 
@@ -42,15 +42,15 @@ class Scope {
   // and must not make reclaimd back off from its own work.
   bool add(TimePoint now, std::uint64_t totalUsec, std::uint64_t ownUsec = 0);
 
-  void setWatch(Watch watch, std::string why) {
-    watch_ = watch;
+  void setFeed(PressureFeed feed, std::string why) {
+    feed_ = feed;
     why_ = std::move(why);
   }
-  Watch watch() const { return watch_; }
+  PressureFeed feed() const { return feed_; }
   const std::string& why() const { return why_; }
   // Totals must be read on a sample: where no trigger wakes us, and while backed off (the
   // kernel sends one event per window; the calm period needs every window).
-  bool needsTotals() const { return watch_ == Watch::Polling || (watch_ == Watch::Trigger && backoff_.active()); }
+  bool needsTotals() const { return feed_ == PressureFeed::Polling || (feed_ == PressureFeed::Trigger && backoff_.active()); }
 
   const std::string& label() const { return label_; }
   const psi::TriggerSpec& spec() const { return spec_; }
@@ -78,7 +78,7 @@ class Scope {
   psi::Meter meter_;
   std::optional<TimePoint> lastAt_;
   Backoff backoff_;
-  Watch watch_ = Watch::Pending;
+  PressureFeed feed_ = PressureFeed::Pending;
   std::string why_;
   std::chrono::microseconds lastStall_{0};
 };

@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <cstring>
 
-#include "base/Units.h"
+#include "base/Quantities.h"
 
 namespace reclaimd::controller {
 

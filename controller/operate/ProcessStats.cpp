@@ -7,7 +7,7 @@
 #include <limits>
 
 #include "base/Files.h"
-#include "base/Units.h"
+#include "base/Quantities.h"
 
 namespace reclaimd::controller {
 

@@ -3,7 +3,7 @@
 #include <fmt/format.h>
 
 #include "base/Text.h"
-#include "base/Units.h"
+#include "base/Quantities.h"
 
 #ifndef RECLAIMD_GIT_COMMIT
 #define RECLAIMD_GIT_COMMIT "unknown"

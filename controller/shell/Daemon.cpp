@@ -14,7 +14,7 @@
 #include "base/Event.h"
 #include "base/Files.h"
 #include "base/Log.h"
-#include "base/Units.h"
+#include "base/Quantities.h"
 #include "cgroup/Mountinfo.h"
 #include "controller/ExitCodes.h"
 #include "controller/Probe.h"

@@ -26,15 +26,15 @@ psi::Source PressureIo::openMachine(const psi::TriggerSpec& spec, Tracker* track
 }
 
 Watched PressureIo::watched(ScopeId id, psi::Source& source, std::string how, bool gone) {
-  if (!source.readable()) return Watched{Watch::Off, source.why(), gone};
+  if (!source.readable()) return Watched{PressureFeed::Off, source.why(), gone};
   if (source.triggerFd() >= 0) {
     if (auto added = watch_.add(source, id); !added) {
       // EPERM: not something epoll can wait on (a regular file in a test fixture).
       source.dropTrigger(added.error().message());
     }
   }
-  if (source.triggerFd() >= 0) return Watched{Watch::Trigger, std::move(how), false};
-  return Watched{Watch::Polling, source.why(), false};
+  if (source.triggerFd() >= 0) return Watched{PressureFeed::Trigger, std::move(how), false};
+  return Watched{PressureFeed::Polling, source.why(), false};
 }
 
 Watched PressureIo::watch(const WatchScope& s, Tracker* tracker) {

@@ -2,7 +2,7 @@
 // kB, and prints back, kernel style, to the same figures.
 #include <fmt/format.h>
 
-#include "base/Units.h"
+#include "base/Quantities.h"
 #include "proc/Meminfo.h"
 #include "tests/fuzz/Check.h"
 

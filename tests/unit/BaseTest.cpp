@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "base/Files.h"
-#include "base/Units.h"
+#include "base/Quantities.h"
 #include "psi/Pressure.h"
 #include "tests/unit/Fixture.h"
 
@@ -12,7 +12,7 @@ namespace {
 
 using namespace std::chrono_literals;
 
-TEST(Units, Bytes) {
+TEST(Quantities, Bytes) {
   EXPECT_EQ(parseBytes("0"), 0u);
   EXPECT_EQ(parseBytes("134217728"), 134217728u);
   EXPECT_EQ(parseBytes("128M"), 128 * kMiB);
@@ -28,7 +28,7 @@ TEST(Units, Bytes) {
   }
 }
 
-TEST(Units, Durations) {
+TEST(Quantities, Durations) {
   EXPECT_EQ(parseDuration("500ms"), 500ms);
   EXPECT_EQ(parseDuration("30s"), 30s);
   EXPECT_EQ(parseDuration("120"), 120s);
@@ -39,7 +39,7 @@ TEST(Units, Durations) {
   }
 }
 
-TEST(Units, Printing) {
+TEST(Quantities, Printing) {
   EXPECT_EQ(formatBytes(128 * kMiB), "128MiB");
   EXPECT_EQ(formatBytes(kGiB), "1GiB");
   EXPECT_EQ(formatBytes(1536 * kKiB), "1536KiB") << "exact in some unit: printed exactly";

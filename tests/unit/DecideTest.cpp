@@ -98,7 +98,7 @@ TEST_F(DecideTest, AReloadWatchesEveryScopeAfresh) {
   const auto* watch = std::get_if<controller::WatchScope>(&*out.command);
   ASSERT_NE(watch, nullptr) << controller::commandName(*out.command);
   EXPECT_EQ(watch->id, controller::kMachineScope);
-  input.result = controller::Watched{controller::Watch::Trigger, "test", false};
+  input.result = controller::Watched{controller::PressureFeed::Trigger, "test", false};
   out = engine_->decide(input, sim_);
   EXPECT_FALSE(out.command.has_value()) << "watched once: nothing more to do";
   EXPECT_FALSE(out.wake.has_value()) << "no turn began: no wake to tell";

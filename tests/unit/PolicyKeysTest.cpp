@@ -7,7 +7,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "base/Units.h"
+#include "base/Quantities.h"
 #include "policies/Keys.h"
 #include "policies/Loader.h"
 

@@ -1,7 +1,7 @@
 // Table-driven tests of the /proc parsers: /proc/stat's cpu line and /proc/meminfo.
 #include <gtest/gtest.h>
 
-#include "base/Units.h"
+#include "base/Quantities.h"
 #include "proc/Meminfo.h"
 #include "proc/ProcStat.h"
 #include "tests/unit/Fixture.h"

@@ -109,7 +109,7 @@ class SimMachine final : public controller::Sensors, public controller::Actuator
   }
   controller::Watched watch(const controller::WatchScope& scope) override {
     watching[scope.id] = scope;
-    return controller::Watched{watchAs, "test", false};
+    return controller::Watched{feedAs, "test", false};
   }
   void unwatch(ScopeId id) override { watching.erase(id); }
   void publish(Events events) override {
@@ -118,7 +118,7 @@ class SimMachine final : public controller::Sensors, public controller::Actuator
   }
   Events published;  // what the engine said, in order
   // How the shell watches the scopes it is told to watch, and which it watches now.
-  controller::Watch watchAs = controller::Watch::Trigger;
+  controller::PressureFeed feedAs = controller::PressureFeed::Trigger;
   std::map<ScopeId, controller::WatchScope> watching;
 
  private:

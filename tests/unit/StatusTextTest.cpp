@@ -3,7 +3,7 @@
 // compare without binary noise.
 #include <gtest/gtest.h>
 
-#include "base/Units.h"
+#include "base/Quantities.h"
 #include "controller/operate/Status.h"
 
 namespace reclaimd::testing {

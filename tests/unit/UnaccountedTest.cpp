@@ -52,7 +52,7 @@ TEST_F(UnaccountedEngineTest, ATargetWithoutTheControllerIsSaidOnceAndNotWalkedE
 // A target whose memory.pressure cannot be read reclaims without its own pressure guard: said.
 TEST_F(UnaccountedEngineTest, ATargetsUnreadablePressureFileIsSaid) {
   sim_.addCgroup("app.slice", 600 * kMiB);
-  sim_.watchAs = controller::Watch::Off;
+  sim_.feedAs = controller::PressureFeed::Off;
   start("rules:\n  - match: app.slice\n    floor: 64M\n");
   ASSERT_TRUE(runUntil([&] { return count("reclaim_step") >= 1; }, 3min));
   bool said = false;

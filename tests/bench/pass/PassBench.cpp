@@ -18,7 +18,7 @@
 #include <fstream>
 #include <map>
 
-#include "base/Units.h"
+#include "base/Quantities.h"
 #include "cgroup/Tree.h"
 #include "controller/engine/Engine.h"
 #include "controller/shell/Tracker.h"

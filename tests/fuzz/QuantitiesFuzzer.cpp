@@ -6,7 +6,7 @@
 #include <cstring>
 #include <string>
 
-#include "base/Units.h"
+#include "base/Quantities.h"
 #include "tests/fuzz/Check.h"
 
 namespace {

@@ -1,4 +1,4 @@
-#include "base/Units.h"
+#include "base/Quantities.h"
 
 #include <fmt/format.h>
 
