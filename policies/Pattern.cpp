@@ -164,8 +164,8 @@ bool Pattern::matches(std::string_view path) const {
 }
 
 // The set of pattern positions reachable after each path component, one pass over the path:
-// O(pattern components x path components) component comparisons, where the backtracking it
-// replaces was exponential in the number of "**" (30 of them on a 12-deep tree never finished).
+// O(pattern components x path components) component comparisons, where backtracking is
+// exponential in the number of "**" (30 of them on a 12-deep tree never finished).
 // Positions are bits of one word (kMaxPatternComponents), so a match allocates nothing: the walk
 // matches every cgroup against every rule.
 std::uint64_t Pattern::positionsAfter(const std::vector<std::string_view>& path, std::size_t* comparisons) const {

@@ -11,8 +11,8 @@ namespace reclaimd::controller {
 int runCli(int argc, char** argv);
 
 // The arguments with the subcommand first: "run" is added when none is named, and one named
-// after options that come before it (`reclaimd --proc-root X probe`, the old form) is moved to
-// the front, so each subcommand's parser sees all of its options.
+// after options (`reclaimd --proc-root X probe`: options first, as many tools take them) is
+// moved to the front, so each subcommand's parser sees all of its options.
 std::vector<std::string> normalizeArgs(std::vector<std::string> args);
 
 }  // namespace reclaimd::controller

@@ -32,8 +32,8 @@ bool busy(const IdleVerdict* v, double threshold) {
   return v->state == IdleState::Busy || (v->state == IdleState::Warmup && v->intervalPercent > threshold);
 }
 
-// Work goes on: the current interval is busy. (Requiring the last sample's span too was tried:
-// under TCG, lost ticks leave many 1 s spans of a 2 % background empty, and probes fell from 76
+// Work goes on: the current interval is busy. (Not the last sample's span too: under TCG, lost
+// ticks leave many 1 s spans of a 2 % background empty, and requiring both cut probes from 76
 // to 48 in the never-idle VM test, short of its bound. So a probe may come within one interval
 // after work ends: at most two, 1 % each.)
 bool working(const IdleVerdict* v, double threshold) {

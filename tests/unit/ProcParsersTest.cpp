@@ -72,7 +72,7 @@ TEST(ProcStat, CpuTimeInNanoseconds) {
   ASSERT_TRUE(ns.ok()) << ns.error().message();
   EXPECT_EQ(ns->busy, 1680ms);
   EXPECT_EQ(ns->total, 12180ms);
-  // user=10^12 ticks of 10 ms is 10^19 ns: signed overflow in the old multiplication.
+  // user=10^12 ticks of 10 ms is 10^19 ns: signed overflow for a plain int64 multiplication.
   auto big = parseProcStat("cpu  1000000000000 0 0 10\n");
   ASSERT_TRUE(big.ok());
   auto overflow = cpuTime(*big, 10ms);
