@@ -11,6 +11,8 @@ struct Paths {
   std::string procRoot = "/proc";
   // The cgroup2 root; empty means: find the cgroup2 mount in <procRoot>/self/mountinfo.
   std::string cgroupRoot;
+  // sysfs, for the kernel's access information (MGLRU, DAMON) that `reclaimd probe` reports.
+  std::string sysRoot = "/sys";
 
   std::string proc(std::string_view relative) const { return procRoot + "/" + std::string(relative); }
 };

@@ -4,6 +4,7 @@
 #include <sys/epoll.h>
 
 #include <cstring>
+#include <nlohmann/json.hpp>
 
 #include "base/Files.h"
 #include "cgroup/ControlFiles.h"
@@ -201,6 +202,33 @@ std::string describe(const Capabilities& caps) {
     const bool v1 =
         !caps.cgroupRoot.empty() && caps.libcgroupMemory.front() == '/' && caps.libcgroupMemory != caps.cgroupRoot;
     line("libcgroup_memory_mount", caps.libcgroupMemory + (v1 ? " (cgroup v1: no memory.reclaim there)" : ""));
+  }
+  return out;
+}
+
+nlohmann::json describeJson(const Capabilities& caps) {
+  using nlohmann::json;
+  auto text = [](const std::string& s) { return s.empty() ? json(nullptr) : json(s); };
+  json out{{"cgroup2_root", text(caps.cgroupRoot)},
+           {"memory_controller", caps.memoryController},
+           {"memory_reclaim", caps.reclaimWritable},
+           {"swappiness_key", caps.swappinessKey == KeySupport::Supported     ? json(true)
+                              : caps.swappinessKey == KeySupport::Unsupported ? json(false)
+                                                                              : json(nullptr)},
+           {"swap_active", caps.swapActive},
+           {"psi", caps.psiAvailable},
+           {"psi_triggers", caps.psiTriggers},
+           {"psi_trigger", text(caps.psiTrigger)},
+           {"compact_memory", caps.compactMemory},
+           {"drop_caches", caps.dropCaches},
+           {"libcgroup_memory_mount", text(caps.libcgroupMemory)}};
+  const std::pair<const char*, const std::string*> problems[] = {{"cgroup2_root_problem", &caps.cgroupProblem},
+                                                                 {"memory_reclaim_problem", &caps.reclaimProblem},
+                                                                 {"psi_problem", &caps.psiProblem},
+                                                                 {"psi_triggers_problem", &caps.psiTriggerProblem},
+                                                                 {"drop_caches_problem", &caps.dropCachesProblem}};
+  for (const auto& [key, problem] : problems) {
+    if (!problem->empty()) out[key] = *problem;
   }
   return out;
 }

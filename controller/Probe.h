@@ -2,6 +2,8 @@
 // Run at start, on SIGHUP, after an EINVAL from memory.reclaim, and by `reclaimd probe`.
 #pragma once
 
+#include <nlohmann/json_fwd.hpp>
+
 #include <string>
 
 #include "base/Result.h"
@@ -29,5 +31,9 @@ Capabilities probe(const Paths& paths, const psi::TriggerSpec& trigger = machine
 
 // The probe as "key: value" lines for `reclaimd probe`.
 std::string describe(const Capabilities& caps);
+
+// The same as one JSON object for `reclaimd probe --json`: the keys of describe(), booleans as
+// booleans, and each problem under "<key>_problem" where there is one.
+nlohmann::json describeJson(const Capabilities& caps);
 
 }  // namespace reclaimd::controller

@@ -112,6 +112,10 @@ int runCli(int argc, char** argv) {
   addRunOptions(runCmd, run);
   auto* probeCmd = app.add_subcommand("probe", "print what this kernel supports and the mode that would run");
   addPaths(probeCmd, probe);
+  probeCmd->add_option("--sys-root", probe.sysRoot, "where sysfs is mounted (tests point this at a fixture)")
+      ->type_name("DIR")
+      ->capture_default_str();
+  probeCmd->add_flag("--json", probe.json, "print the probe as JSON");
   auto* statusCmd = app.add_subcommand("status", "ask the running daemon what it is doing");
   std::string statusSocket = kDefaultStatusSocket;
   bool json = false;

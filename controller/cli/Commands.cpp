@@ -1,12 +1,14 @@
 #include "controller/cli/Commands.h"
 
 #include <iostream>
+#include <nlohmann/json.hpp>
 
 #include "base/Event.h"
 #include "base/Limits.h"
 #include "base/Log.h"
 #include "base/Quantities.h"
 #include "controller/ExitCodes.h"
+#include "controller/KernelAccess.h"
 #include "controller/Probe.h"
 #include "controller/engine/ModeChoice.h"
 #include "controller/shell/Daemon.h"
@@ -21,7 +23,7 @@ namespace reclaimd::controller {
 namespace {
 
 Paths pathsOf(const RunOptions& o) {
-  return Paths{o.procRoot, o.cgroupRoot};
+  return Paths{o.procRoot, o.cgroupRoot, o.sysRoot};
 }
 
 // A policy file as the daemon loads it: read, its YAML first read by a fresh process under a
@@ -129,8 +131,19 @@ int commandProbe(const RunOptions& o) {
     }
   }
   const Capabilities caps = probe(pathsOf(o), machineTrigger(policy->pressure));
+  const KernelAccess access = probeAccess(o.sysRoot);
   const EffectiveMode mode = chooseMode(policy->mode, caps);
-  std::cout << describe(caps);
+  if (o.json) {
+    nlohmann::json out = describeJson(caps);
+    out["kernel_access"] = accessJson(access);
+    out["requested_mode"] = toString(policy->mode);
+    out["effective_mode"] = toString(mode.mode);
+    out["format"] = mode.mode == policies::Mode::Gradual ? nlohmann::json(toString(mode.format)) : nlohmann::json(nullptr);
+    out["reason"] = mode.reason;
+    std::cout << out.dump(2) << "\n";
+    return mode.unusable ? kExitUnavailable : kExitOk;
+  }
+  std::cout << describe(caps) << describeAccess(access);
   std::cout << "requested_mode: " << toString(policy->mode) << "\n";
   std::cout << "effective_mode: " << toString(mode.mode);
   if (mode.mode == policies::Mode::Gradual) std::cout << " (" << toString(mode.format) << ")";

@@ -12,6 +12,8 @@ struct RunOptions {
   std::string config;
   std::string procRoot = "/proc";
   std::string cgroupRoot;  // empty: found in mountinfo; given: must be a cgroup2 root
+  std::string sysRoot = "/sys";
+  bool json = false;  // probe: one JSON object instead of "key: value" lines
   std::string logLevel = "info";
   bool dryRun = false;
   EndpointOptions endpoints;

@@ -183,7 +183,8 @@ TEST(Cli, PerSubcommandOptions) {
                                                {"check-config", "x.yaml", "--dry-run"},
                                                {"status", "--proc-root", "/proc"},
                                                {"run", "--socket", "/x"},
-                                               {"probe", "--json"}}) {
+                                               {"run", "--json"},
+                                               {"run", "--sys-root", "/sys"}}) {
     std::vector<std::string> argv = {RECLAIMD_BINARY};
     argv.insert(argv.end(), args.begin(), args.end());
     auto [code, out] = runCommand(argv);

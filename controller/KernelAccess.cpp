@@ -1,0 +1,157 @@
+#include "controller/KernelAccess.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <array>
+#include <cerrno>
+#include <cstdlib>
+#include <nlohmann/json.hpp>
+
+#include "base/Files.h"
+#include "base/Result.h"
+
+namespace reclaimd::controller {
+
+namespace {
+
+// A module parameter longer than this (DAMON_STAT's percentile lists) is cut: the probe says
+// what is there, it is not a dump.
+constexpr std::size_t kMaxValue = 256;
+// The parameters the text form shows: whether the module runs and what decides when it acts.
+constexpr std::array<const char*, 10> kReclaimShown = {
+    "enabled",    "kdamond_pid", "min_age",  "quota_sz", "quota_ms", "wmarks_metric",
+    "wmarks_high", "wmarks_mid", "wmarks_low", "bytes_reclaimed_regions"};
+
+std::string trimmed(std::string s) {
+  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
+  if (s.size() > kMaxValue) s = s.substr(0, kMaxValue) + "...";
+  return s;
+}
+
+bool exists(const std::string& path) {
+  struct stat st{};
+  return ::stat(path.c_str(), &st) == 0;
+}
+
+DamonModule readModule(const std::string& dir) {
+  DamonModule m;
+  DIR* d = ::opendir(dir.c_str());
+  if (!d) {
+    const int err = errno;
+    m.present = err != ENOENT;
+    if (m.present) m.problem = errnoError(err, dir).message();
+    return m;
+  }
+  m.present = true;
+  while (const dirent* e = ::readdir(d)) {
+    const std::string name = e->d_name;
+    if (name == "." || name == "..") continue;
+    auto text = readFileAt(AT_FDCWD, dir + "/" + name);
+    m.parameters.emplace_back(name, text ? trimmed(*text) : "unreadable: " + text.error().message());
+  }
+  ::closedir(d);
+  std::sort(m.parameters.begin(), m.parameters.end());
+  return m;
+}
+
+void readLru(const std::string& path, KernelAccess& a) {
+  auto text = readFileAt(AT_FDCWD, path);
+  if (!text) {
+    if (text.error().code != std::error_code(ENOENT, std::generic_category())) {
+      a.lruProblem = text.error().message();
+    }
+    return;
+  }
+  a.lruGenEnabled = trimmed(*text);
+  char* end = nullptr;
+  errno = 0;
+  const unsigned long bits = std::strtoul(a.lruGenEnabled.c_str(), &end, 0);
+  if (a.lruGenEnabled.empty() || errno != 0 || *end != '\0') {
+    a.lruProblem = path + ": not a number: \"" + a.lruGenEnabled + "\"";
+    return;
+  }
+  a.multiGen = bits != 0;
+}
+
+std::string lruKind(const KernelAccess& a) {
+  if (!a.lruProblem.empty()) return "unknown";
+  return a.multiGen ? "multi-gen" : "classic";
+}
+
+std::string moduleLine(const DamonModule& m, const char* name, const std::vector<std::string>& shown) {
+  if (!m.problem.empty()) return "unreadable (" + m.problem + ")";
+  if (!m.present) return std::string("not in this kernel (no /sys/module/") + name + ")";
+  std::string out;
+  for (const std::string& key : shown) {
+    const auto it = std::find_if(m.parameters.begin(), m.parameters.end(),
+                                 [&](const auto& p) { return p.first == key; });
+    if (it == m.parameters.end()) continue;
+    out += (out.empty() ? "" : " ") + key + "=" + it->second;
+  }
+  return out.empty() ? "present, no parameters readable" : out;
+}
+
+nlohmann::json moduleJson(const DamonModule& m) {
+  nlohmann::json params = nlohmann::json::object();
+  for (const auto& [k, v] : m.parameters) params[k] = v;
+  nlohmann::json out{{"present", m.present}, {"parameters", params}};
+  if (!m.problem.empty()) out["problem"] = m.problem;
+  return out;
+}
+
+}  // namespace
+
+std::string DamonModule::get(const std::string& name) const {
+  for (const auto& [k, v] : parameters) {
+    if (k == name) return v;
+  }
+  return {};
+}
+
+KernelAccess probeAccess(const std::string& sysRoot) {
+  KernelAccess a;
+  readLru(sysRoot + "/" + kLruGenEnabled, a);
+  a.damon = exists(sysRoot + "/" + kDamonAdmin);
+  a.damonReclaim = readModule(sysRoot + "/" + kDamonReclaimParams);
+  a.damonStat = readModule(sysRoot + "/" + kDamonStatParams);
+  return a;
+}
+
+// Where the value came from goes in brackets, so a reader can check it by hand.
+std::string describeAccess(const KernelAccess& a) {
+  std::string lru = "lru: " + lruKind(a);
+  if (!a.lruProblem.empty()) {
+    lru += " (" + a.lruProblem + ")";
+  } else if (a.lruGenEnabled.empty()) {
+    lru += " (no MGLRU in this kernel: no /sys/kernel/mm/lru_gen/enabled)";
+  } else {
+    lru += std::string(" (/sys/kernel/mm/lru_gen/enabled ") + a.lruGenEnabled + (a.multiGen ? ")" : ": built, off)");
+  }
+  std::string out = lru + "\n";
+  out += std::string("damon: ") + (a.damon ? "yes (/sys/kernel/mm/damon/admin)" : "no") + "\n";
+  const std::vector<std::string> reclaimKeys(kReclaimShown.begin(), kReclaimShown.end());
+  out += "damon_reclaim: " + moduleLine(a.damonReclaim, "damon_reclaim", reclaimKeys) + "\n";
+  out += "damon_stat: " + moduleLine(a.damonStat, "damon_stat", {"enabled"});
+  if (a.damonStat.get("enabled") == "Y" && a.damonReclaim.present) {
+    out += " (DAMON_RECLAIM stays off while it runs: switch it off first)";
+  }
+  out += "\naccess_used: refaults (workingset_refault_file) and pressure (PSI); "
+         "not MGLRU's generations, not DAMON's regions\n";
+  return out;
+}
+
+nlohmann::json accessJson(const KernelAccess& a) {
+  nlohmann::json out{{"lru", lruKind(a)},
+                     {"lru_gen_enabled", a.lruGenEnabled.empty() ? nlohmann::json(nullptr) : nlohmann::json(a.lruGenEnabled)},
+                     {"damon", a.damon},
+                     {"damon_reclaim", moduleJson(a.damonReclaim)},
+                     {"damon_stat", moduleJson(a.damonStat)},
+                     {"used", {"workingset_refault_file", "psi"}}};
+  if (!a.lruProblem.empty()) out["lru_problem"] = a.lruProblem;
+  return out;
+}
+
+}  // namespace reclaimd::controller

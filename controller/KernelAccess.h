@@ -1,0 +1,50 @@
+// What the kernel knows about which pages are in use, for `reclaimd probe`: the LRU's kind
+// (MGLRU's generations or the classic two lists) and DAMON with its reclaim and statistics
+// modules. reclaimd itself judges what is cold by refaults and pressure; this says what else a
+// machine offers, and what a user would meet switching DAMON_RECLAIM on instead.
+#pragma once
+
+#include <nlohmann/json_fwd.hpp>
+
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace reclaimd::controller {
+
+// Files under the sysfs root, relative to it.
+inline constexpr const char* kLruGenEnabled = "kernel/mm/lru_gen/enabled";
+inline constexpr const char* kDamonAdmin = "kernel/mm/damon/admin";
+inline constexpr const char* kDamonReclaimParams = "module/damon_reclaim/parameters";
+inline constexpr const char* kDamonStatParams = "module/damon_stat/parameters";
+
+// A DAMON module's parameters (/sys/module/<name>/parameters), as read.
+struct DamonModule {
+  bool present = false;                                         // its parameters directory exists
+  std::vector<std::pair<std::string, std::string>> parameters;  // name, value; sorted by name
+  std::string problem;                                          // why it could not be read
+
+  // The named parameter's value, or empty.
+  std::string get(const std::string& name) const;
+};
+
+struct KernelAccess {
+  std::string lruGenEnabled;  // lru_gen/enabled as read ("0x0007"); empty when the file is absent
+  bool multiGen = false;      // MGLRU built and on (a value other than 0)
+  std::string lruProblem;     // the file is there but unreadable or not a number
+  bool damon = false;         // DAMON's sysfs interface (kernel/mm/damon/admin) exists
+  DamonModule damonReclaim;
+  DamonModule damonStat;
+};
+
+// Reads the access information under the sysfs root `sysRoot` ("/sys"). Never fails: what is
+// absent is reported absent, what is unreadable says why.
+KernelAccess probeAccess(const std::string& sysRoot);
+
+// The "key: value" lines of `reclaimd probe`.
+std::string describeAccess(const KernelAccess& access);
+
+// The same as `probe --json`'s "kernel_access" object.
+nlohmann::json accessJson(const KernelAccess& access);
+
+}  // namespace reclaimd::controller

@@ -1,0 +1,119 @@
+// The kernel's access information on fake sysfs trees shaped as Debian's 6.1, 6.12 and 7.x
+// offer it: the LRU's kind, DAMON and its modules, and the same through `reclaimd probe`.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "controller/KernelAccess.h"
+#include "tests/unit/FakeMachine.h"
+#include "tests/unit/Fixture.h"
+#include "tests/unit/Process.h"
+
+namespace reclaimd::controller {
+namespace {
+
+using testing::Fixture;
+
+bool has(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+// 7.x with MGLRU on: DAMON's sysfs, DAMON_RECLAIM off and DAMON_STAT running.
+void newest(const Fixture& fx) {
+  fx.write("sys/kernel/mm/lru_gen/enabled", "0x0007\n");
+  fx.mkdir("sys/kernel/mm/damon/admin");
+  fx.write("sys/module/damon_reclaim/parameters/enabled", "N\n");
+  fx.write("sys/module/damon_reclaim/parameters/min_age", "120000000\n");
+  fx.write("sys/module/damon_reclaim/parameters/wmarks_high", "500\n");
+  fx.write("sys/module/damon_reclaim/parameters/bytes_reclaimed_regions", "0\n");
+  fx.write("sys/module/damon_stat/parameters/enabled", "Y\n");
+}
+
+TEST(KernelAccess, NothingOnAnEmptySysfs) {
+  Fixture fx;
+  fx.mkdir("sys");
+  const KernelAccess a = probeAccess(fx.path("sys"));
+  EXPECT_FALSE(a.multiGen);
+  EXPECT_TRUE(a.lruGenEnabled.empty());
+  EXPECT_TRUE(a.lruProblem.empty()) << a.lruProblem;
+  EXPECT_FALSE(a.damon);
+  EXPECT_FALSE(a.damonReclaim.present);
+  EXPECT_FALSE(a.damonStat.present);
+  const std::string text = describeAccess(a);
+  EXPECT_TRUE(has(text, "lru: classic (no MGLRU in this kernel")) << text;
+  EXPECT_TRUE(has(text, "damon: no\n")) << text;
+  EXPECT_TRUE(has(text, "damon_reclaim: not in this kernel")) << text;
+  EXPECT_TRUE(has(text, "access_used: refaults")) << text;
+}
+
+TEST(KernelAccess, MglruBuiltButOffIsClassic) {
+  Fixture fx;
+  fx.write("sys/kernel/mm/lru_gen/enabled", "0x0000\n");
+  const KernelAccess a = probeAccess(fx.path("sys"));
+  EXPECT_FALSE(a.multiGen);
+  EXPECT_EQ(a.lruGenEnabled, "0x0000");
+  EXPECT_TRUE(has(describeAccess(a), "lru: classic (/sys/kernel/mm/lru_gen/enabled 0x0000: built, off)"))
+      << describeAccess(a);
+  EXPECT_EQ(accessJson(a)["lru"], "classic");
+}
+
+TEST(KernelAccess, NewestKernelWithDamonStatRunning) {
+  Fixture fx;
+  newest(fx);
+  const KernelAccess a = probeAccess(fx.path("sys"));
+  EXPECT_TRUE(a.multiGen);
+  EXPECT_TRUE(a.damon);
+  ASSERT_TRUE(a.damonReclaim.present);
+  EXPECT_EQ(a.damonReclaim.get("min_age"), "120000000");
+  EXPECT_EQ(a.damonStat.get("enabled"), "Y");
+  const std::string text = describeAccess(a);
+  EXPECT_TRUE(has(text, "lru: multi-gen (/sys/kernel/mm/lru_gen/enabled 0x0007)")) << text;
+  EXPECT_TRUE(has(text, "damon: yes")) << text;
+  EXPECT_TRUE(has(text, "damon_reclaim: enabled=N min_age=120000000 wmarks_high=500 bytes_reclaimed_regions=0\n"))
+      << text;
+  EXPECT_TRUE(has(text, "damon_stat: enabled=Y (DAMON_RECLAIM stays off while it runs")) << text;
+  const nlohmann::json j = accessJson(a);
+  EXPECT_EQ(j["lru"], "multi-gen");
+  EXPECT_EQ(j["lru_gen_enabled"], "0x0007");
+  EXPECT_EQ(j["damon_reclaim"]["parameters"]["wmarks_high"], "500");
+  EXPECT_EQ(j["damon_stat"]["parameters"]["enabled"], "Y");
+}
+
+TEST(KernelAccess, BadFilesAreSaidNotFatal) {
+  Fixture fx;
+  fx.write("sys/kernel/mm/lru_gen/enabled", "yes please\n");
+  fx.mkdir("sys/module/damon_reclaim/parameters/enabled");  // a directory where a value belongs
+  fx.write("sys/module/damon_stat/parameters/memory_idle_ms_percentiles", std::string(5000, '7'));
+  const KernelAccess a = probeAccess(fx.path("sys"));
+  EXPECT_FALSE(a.multiGen);
+  EXPECT_TRUE(has(a.lruProblem, "not a number")) << a.lruProblem;
+  EXPECT_EQ(accessJson(a)["lru"], "unknown");
+  EXPECT_TRUE(has(a.damonReclaim.get("enabled"), "unreadable")) << a.damonReclaim.get("enabled");
+  EXPECT_LT(a.damonStat.get("memory_idle_ms_percentiles").size(), 300u) << "a long value is cut";
+  EXPECT_TRUE(has(describeAccess(a), "lru: unknown (")) << describeAccess(a);
+}
+
+TEST(KernelAccess, ProbeCommandPrintsItAsTextAndJson) {
+  Fixture fx;
+  testing::FakeMachine machine(fx);
+  newest(fx);
+  const std::vector<std::string> base = {RECLAIMD_BINARY, "probe", "--proc-root", fx.path("proc"),
+                                         "--cgroup-root", fx.path("cg"), "--sys-root", fx.path("sys")};
+  auto [code, out] = testing::runCommand(base);
+  EXPECT_EQ(code, 0) << out;
+  EXPECT_TRUE(has(out, "lru: multi-gen")) << out;
+  EXPECT_TRUE(has(out, "damon_stat: enabled=Y")) << out;
+  std::vector<std::string> json = base;
+  json.push_back("--json");
+  auto [jcode, jout] = testing::runCommand(json);
+  EXPECT_EQ(jcode, 0) << jout;
+  const nlohmann::json j = nlohmann::json::parse(jout, nullptr, false);
+  ASSERT_FALSE(j.is_discarded()) << jout;
+  EXPECT_EQ(j["kernel_access"]["lru"], "multi-gen");
+  EXPECT_EQ(j["kernel_access"]["damon"], true);
+  EXPECT_EQ(j["effective_mode"], "gradual");
+  EXPECT_EQ(j["memory_reclaim"], true);
+}
+
+}  // namespace
+}  // namespace reclaimd::controller
