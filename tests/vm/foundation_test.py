@@ -56,7 +56,27 @@ def check_early(c, name, delay, grace, fill_end):
                                  f"({delay:+.3f} s; allowed -{allowance:.3f} s: {counted})")
 
 
+# What Debian's kernels offer (their configs): 6.1 builds MGLRU off and has no DAMON; 6.12
+# turns MGLRU on and has DAMON_RECLAIM; 7.x adds DAMON_STAT.
+ACCESS = {"6.1": ("classic", False, False), "6.12": ("multi-gen", True, False), "newest": ("multi-gen", True, True)}
+
+
+def check_probe_access(c, s, series):
+    """`reclaimd probe`'s kernel access lines (printed as @@PROBE before the daemon starts)."""
+    got = dict(l.text[len("@@PROBE "):].partition(": ")[::2] for l in s.lines if l.text.startswith("@@PROBE "))
+    lru, damon, stat = ACCESS[series]
+    c.check(got.get("lru", "").startswith(lru + " ("), f"probe: the LRU is {lru} (got: {got.get('lru')})")
+    reclaim = got.get("damon_reclaim", "")
+    c.check(("enabled=N" in reclaim) if damon else reclaim.startswith("not in this kernel"),
+            f"probe: DAMON_RECLAIM {'present, off' if damon else 'absent'} (got: {reclaim or None})")
+    st = got.get("damon_stat", "")
+    c.check(st.startswith("enabled=") if stat else st.startswith("not in this kernel"),
+            f"probe: DAMON_STAT {'present' if stat else 'absent'} (got: {st or None})")
+    c.check(got.get("access_used", "").startswith("refaults"), "probe: says which access information reclaimd uses")
+
+
 def check_gradual(c, s, grace, series, late):
+    check_probe_access(c, s, series)
     fill_end = s.mark("fill_end")
     idle = s.first("idle_entered")
     step = s.first("reclaim_step")

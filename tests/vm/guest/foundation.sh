@@ -32,6 +32,7 @@ work() {
 gradual() {
 	scenario gradual
 	policy "mode: gradual" "$common"
+	reclaimd probe --config /tmp/policy.yaml | sed 's/^/@@PROBE /'
 	start
 	work
 	sleep $((G - 4))
