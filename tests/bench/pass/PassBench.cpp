@@ -21,6 +21,7 @@
 #include "base/Quantities.h"
 #include "cgroup/Tree.h"
 #include "controller/engine/Engine.h"
+#include "controller/shell/BusyScan.h"
 #include "controller/shell/Tracker.h"
 #include "policies/Loader.h"
 #include "policies/Step.h"
@@ -45,6 +46,12 @@ constexpr const char* kPolicyEverywhere = R"(rules:
     mode: disabled
   - match: "**/*.mount"
     mode: disabled
+)";
+
+// On the flat tree: every sibling a target judged by its own CPU.
+constexpr const char* kPolicyFlat = R"(rules:
+  - match: "*"
+    idle_source: cgroup
 )";
 
 // The files a cgroup v2 directory lists with the cpu, io, memory and pids controllers.
@@ -96,13 +103,14 @@ std::string memoryStat(unsigned seed) {
   return s;
 }
 
-// Builds (once per size) a tree of n cgroups under a temporary directory; returns its root.
-const fs::path& tree(int n) {
-  static std::map<int, fs::path> built;
-  auto it = built.find(n);
+// Builds (once per size and shape) a tree of n cgroups under a temporary directory; returns its
+// root. Flat: n - 1 siblings directly under the root (a delegated subtree's owner can make them).
+const fs::path& tree(int n, bool flat = false) {
+  static std::map<std::pair<int, bool>, fs::path> built;
+  auto it = built.find({n, flat});
   if (it != built.end()) return it->second;
   const fs::path base = fs::exists("/dev/shm") ? fs::path("/dev/shm") : fs::temp_directory_path();
-  fs::path root = base / ("reclaimd-bench-" + std::to_string(::getpid()) + "-" + std::to_string(n));
+  fs::path root = base / ("reclaimd-bench-" + std::to_string(::getpid()) + "-" + std::to_string(n) + (flat ? "f" : ""));
   unsigned counter = 0;
   auto cgroup = [&](const fs::path& dir) {
     fs::create_directories(dir);
@@ -113,6 +121,11 @@ const fs::path& tree(int n) {
     std::ofstream(dir / "memory.reclaim");
   };
   cgroup(root);
+  if (flat) {
+    for (int i = 1; i < n; ++i)
+      cgroup(root / ("cg" + std::to_string(i)));
+    return built.emplace(std::make_pair(n, flat), root).first->second;
+  }
   cgroup(root / "system.slice");
   cgroup(root / "system.slice" / "ssh.service");
   cgroup(root / "kubepods.slice");
@@ -123,7 +136,7 @@ const fs::path& tree(int n) {
     for (int c = 0; c < 3; ++c)
       cgroup(pod / ("ctr" + std::to_string(c)));
   }
-  return built.emplace(n, root).first->second;
+  return built.emplace(std::make_pair(n, flat), root).first->second;
 }
 
 struct Cleanup {
@@ -191,9 +204,9 @@ void pass(controller::Engine& engine, controller::Sensors& sensors, TimePoint no
   }
 }
 
-void BM_Pass(benchmark::State& state, const char* policyText) {
+void BM_Pass(benchmark::State& state, const char* policyText, bool flat = false) {
   const int n = static_cast<int>(state.range(0));
-  const fs::path& root = tree(n);
+  const fs::path& root = tree(n, flat);
   auto policy = policies::parsePolicy(policyText, "bench.yaml");
   if (!policy) {
     state.SkipWithError(policy.error().message().c_str());
@@ -228,9 +241,9 @@ void BM_Pass(benchmark::State& state, const char* policyText) {
 }
 
 // The walk alone: directory reads and opens, the part that is kernel time.
-void BM_Walk(benchmark::State& state) {
+void BM_Walk(benchmark::State& state, bool flat) {
   const int n = static_cast<int>(state.range(0));
-  const int rootFd = ::open(tree(n).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  const int rootFd = ::open(tree(n, flat).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   for (auto _ : state) {
     auto walked = cgroup::walkTree(rootFd);
     benchmark::DoNotOptimize(walked);
@@ -240,7 +253,26 @@ void BM_Walk(benchmark::State& state) {
   ::close(rootFd);
 }
 
-BENCHMARK(BM_Walk)->Arg(100)->Arg(1000)->Arg(10000)->Unit(benchmark::kMicrosecond)->MeasureProcessCPUTime();
+// The busy scan on a flat tree: one walk and a cpu.stat per cgroup, stopped at its bound.
+void BM_BusyScanFlat(benchmark::State& state) {
+  const int n = static_cast<int>(state.range(0));
+  const int rootFd = ::open(tree(n, true).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  std::size_t read = 0;
+  for (auto _ : state) {
+    auto scanned = controller::scanCgroupCpu(rootFd);
+    if (scanned) read = scanned->cgroups.size();
+    benchmark::DoNotOptimize(scanned);
+  }
+  state.counters["read"] = static_cast<double>(read);
+  ::close(rootFd);
+}
+
+BENCHMARK_CAPTURE(BM_Walk, pods, false)->Arg(100)->Arg(1000)->Arg(10000)->Unit(benchmark::kMicrosecond)->MeasureProcessCPUTime();
+// 10,000 siblings under one directory: one listing of them all.
+BENCHMARK_CAPTURE(BM_Walk, flat, true)->Arg(10000)->Unit(benchmark::kMicrosecond)->MeasureProcessCPUTime();
+BENCHMARK(BM_BusyScanFlat)->Arg(10000)->Unit(benchmark::kMicrosecond)->MeasureProcessCPUTime();
+// every sibling a target: the turn that walks reads each one's cpu.stat and memory.stat
+BENCHMARK_CAPTURE(BM_Pass, flat, kPolicyFlat, true)->Arg(10000)->Unit(benchmark::kMicrosecond)->MeasureProcessCPUTime();
 // rules naming the pods: the walk lists kubepods.slice and not below the pods
 BENCHMARK_CAPTURE(BM_Pass, pods, kPolicy)
     ->Arg(100)
