@@ -198,7 +198,7 @@ void pass(controller::Engine& engine, controller::Sensors& sensors, TimePoint no
     input = controller::Input{};
     input.now = now;
     if (std::holds_alternative<controller::WatchScope>(*out.command))
-      input.result = controller::Watched{controller::Watch::Trigger, "bench", false};
+      input.result = controller::Watched{controller::PressureFeed::Trigger, "bench", false};
     else
       input.result = controller::Unwatched{};
   }
