@@ -11,6 +11,7 @@ namespace reclaimd::controller {
 inline constexpr int kExitOk = 0;
 inline constexpr int kExitFailure = 1;
 inline constexpr int kExitUsage = 64;         // EX_USAGE
+inline constexpr int kExitDataError = 65;     // EX_DATAERR
 inline constexpr int kExitNoInput = 66;       // EX_NOINPUT
 inline constexpr int kExitUnavailable = 69;   // EX_UNAVAILABLE
 inline constexpr int kExitCantCreate = 73;    // EX_CANTCREAT
@@ -23,12 +24,15 @@ struct ExitCode {
   std::string_view meaning;  // markdown, one sentence or two
 };
 
-inline constexpr std::array<ExitCode, 9> kExitCodes = {{
+inline constexpr std::array<ExitCode, 10> kExitCodes = {{
     {kExitOk, "success"},
     {kExitFailure, "a runtime failure; the log says which (the unit restarts the daemon)"},
     {kExitUsage,
      "bad command line: an unknown option, or one the subcommand does not take; a `--metrics-listen` address that "
      "is not loopback; an `--explain` path with wildcards"},
+    {kExitDataError,
+     "`replay`: the recording is malformed, or the engine asks for other readings or gives other commands than the "
+     "recording holds"},
     {kExitNoInput,
      "an input cannot be opened: the policy file or one of its drop-ins (missing, no permission), or an explicit "
      "`--cgroup-root` that is not a cgroup2 root; the unit does not restart on it"},

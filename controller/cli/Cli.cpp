@@ -22,7 +22,8 @@ namespace reclaimd::controller {
 
 namespace {
 
-constexpr std::array<std::string_view, 4> kSubcommands = {"run", "probe", "check-config", "status"};
+constexpr std::array<std::string_view, 6> kSubcommands = {"run", "probe", "check-config", "status", "record",
+                                                          "replay"};
 // Options that take no value: the word after them is not theirs.
 constexpr std::array<std::string_view, 5> kFlags = {"--dry-run", "--json", "--help", "-h", "--version"};
 
@@ -107,9 +108,17 @@ int runCli(int argc, char** argv) {
   app.name("reclaimd");
   app.require_subcommand(1, 1);
 
-  RunOptions run, probe;
+  RunOptions run, probe, record;
   auto* runCmd = app.add_subcommand("run", "run the daemon (the default)");
   addRunOptions(runCmd, run);
+  auto* recordCmd = app.add_subcommand("record", "run the daemon and record what its engine sees, for `replay`");
+  recordCmd->add_option("FILE", record.recordPath, "the recording (created, mode 0600)")->type_name("")->required();
+  recordCmd->add_option("--record-limit", record.recordLimit, "the recording's bound (default 256M)")
+      ->type_name("SIZE");
+  addRunOptions(recordCmd, record);
+  std::string replayFile;
+  auto* replayCmd = app.add_subcommand("replay", "run the engine over a recording; print its commands and events");
+  replayCmd->add_option("FILE", replayFile, "the recording")->type_name("")->required();
   auto* probeCmd = app.add_subcommand("probe", "print what this kernel supports and the mode that would run");
   addPaths(probeCmd, probe);
   probeCmd->add_option("--sys-root", probe.sysRoot, "where sysfs is mounted (tests point this at a fixture)")
@@ -145,6 +154,8 @@ int runCli(int argc, char** argv) {
     return code == 0 ? kExitOk : kExitUsage;
   }
   if (*probeCmd) return commandProbe(probe);
+  if (*recordCmd) return commandRun(record);
+  if (*replayCmd) return commandReplay(replayFile);
   if (*statusCmd) return commandStatus(statusSocket, json);
   if (*check) return commandCheckConfig(checkFile, explainPaths);
   return commandRun(run);

@@ -1,5 +1,8 @@
 #include "controller/cli/Commands.h"
 
+#include <cerrno>
+#include <cstring>
+#include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
@@ -11,6 +14,7 @@
 #include "controller/KernelAccess.h"
 #include "controller/Probe.h"
 #include "controller/engine/ModeChoice.h"
+#include "controller/record/Replay.h"
 #include "controller/shell/Daemon.h"
 #include "policies/Guard.h"
 #include "policies/Keys.h"
@@ -32,13 +36,15 @@ Paths pathsOf(const RunOptions& o) {
 // (invalid, not a regular file, or one the YAML reader does not finish), kExitFailure when the
 // check itself could not run (posix_spawn's EAGAIN or ENOMEM: a retry may succeed, so systemd's
 // restart is not prevented as it is for 66 and 78).
-Result<policies::Policy> loadChecked(const std::string& path, int& code) {
+Result<policies::Policy> loadChecked(const std::string& path, int& code,
+                                     std::vector<policies::PolicyText>* texts = nullptr) {
   code = kExitConfig;
   auto files = policies::readPolicyFiles(path);
   if (!files) {
     if (files.error().errnoValue() != 0) code = kExitNoInput;
     return files.error();
   }
+  if (texts) *texts = *files;
   if (auto finished = policies::checkParseFinishes(*files, policies::ParseGuard{}); !finished) {
     if (finished.error().errnoValue() != 0) code = kExitFailure;
     return finished.error();
@@ -47,9 +53,10 @@ Result<policies::Policy> loadChecked(const std::string& path, int& code) {
 }
 
 // The policy in force: the file when given, else the built-in default.
-Result<policies::Policy> loadPolicy(const RunOptions& o, int& code) {
+Result<policies::Policy> loadPolicy(const RunOptions& o, int& code,
+                                    std::vector<policies::PolicyText>* texts = nullptr) {
   if (o.config.empty()) return policies::Policy{};
-  return loadChecked(o.config, code);
+  return loadChecked(o.config, code, texts);
 }
 
 // What stops the daemon before it starts: an explicit --cgroup-root that is not a cgroup2 root
@@ -60,6 +67,14 @@ int preflight(const RunOptions& o) {
     if (auto root = checkCgroupRoot(o.cgroupRoot); !root) {
       emit(Event(Severity::Error, "usage").add("error", root.error().message()));
       return kExitNoInput;
+    }
+  }
+  if (!o.recordLimit.empty()) {
+    auto limit = parseBytes(o.recordLimit);
+    if (!limit || *limit < 4096) {
+      emit(Event(Severity::Error, "usage")
+               .add("error", "--record-limit '" + o.recordLimit + "' is not a size of at least 4K (e.g. 256M)"));
+      return kExitUsage;
     }
   }
   if (!o.endpoints.metricsListen.empty()) {
@@ -93,7 +108,8 @@ int commandRun(const RunOptions& o) {
   else
     emit(Event(Severity::Warn, "fd_limit").add("error", fds.error().message()));
   int failed = kExitConfig;
-  auto policy = loadPolicy(o, failed);
+  std::vector<policies::PolicyText> texts;
+  auto policy = loadPolicy(o, failed, &texts);
   if (!policy) {
     emit(Event(Severity::Error, failed == kExitConfig ? "config_invalid" : "setup_failed")
              .add("error", policy.error().message()));
@@ -110,6 +126,9 @@ int commandRun(const RunOptions& o) {
   options.endpoints = o.endpoints;
   options.configPath = o.config;
   options.dryRun = o.dryRun;
+  options.recordPath = o.recordPath;
+  options.policyFiles = std::move(texts);
+  if (!o.recordLimit.empty()) options.recordLimit = parseBytes(o.recordLimit).value_or(0);
   Daemon daemon(options, *policy, clock);
   const int code = daemon.run();
   spdlog::info("event=exit code={}", code);
@@ -206,6 +225,15 @@ int commandCheckConfig(const std::string& file, const std::vector<std::string>& 
               << toString(r.idleSource) << ", grace " << formatDuration(r.idle.grace) << "\n";
   }
   return kExitOk;
+}
+
+int commandReplay(const std::string& file) {
+  std::ifstream in(file);
+  if (!in) {
+    std::cerr << "replay: cannot open " << file << ": " << std::strerror(errno) << "\n";
+    return kExitNoInput;
+  }
+  return replayRecording(in, std::cout, std::cerr);
 }
 
 }  // namespace reclaimd::controller

@@ -17,11 +17,14 @@ struct RunOptions {
   std::string logLevel = "info";
   bool dryRun = false;
   EndpointOptions endpoints;
+  std::string recordPath;   // `record`: the recording's file
+  std::string recordLimit;  // `record`: its bound ("256M")
 };
 
 int commandRun(const RunOptions& options);
 int commandProbe(const RunOptions& options);
 int commandCheckConfig(const std::string& file, const std::vector<std::string>& explainPaths);
 int commandStatus(const std::string& socketPath, bool json);
+int commandReplay(const std::string& file);
 
 }  // namespace reclaimd::controller

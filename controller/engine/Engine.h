@@ -86,6 +86,7 @@ class Engine {
   // A new policy (reload): detectors, targets and histories are kept where settings stay.
   void setPolicy(policies::Policy policy);
   const policies::Policy& policy() const { return policy_; }
+  const EngineSetup& setup() const { return setup_; }
   // The probe's findings (start, reload); `why` names the occasion in the mode event.
   void setCapabilities(const Capabilities& caps, std::string_view why);
   const EffectiveMode& mode() const { return mode_; }

@@ -98,7 +98,20 @@ Result<void> Daemon::setUp() {
   actuator_.emplace(
       options_.paths, nullptr, pressure_, [this] { return stopPending(); }, [this] { return probeWithRoot(); },
       [this](Events events) { log_.write(events, clock_.now()); });
+  if (auto recording = startRecording(); !recording) return recording;
   return listen();
+}
+
+Result<void> Daemon::startRecording() {
+  if (options_.recordPath.empty()) return {};
+  auto recorder = Recorder::create(options_.recordPath, options_.recordLimit, [](const std::string& why) {
+    emit(Event(Severity::Warn, "record_ended").add("reason", why));
+  });
+  if (!recorder) return recorder.error();
+  recorder_ = std::move(*recorder);
+  recorder_->wrap(&*sensors_);
+  recorder_->begin(engine_.setup(), options_.policyFiles);
+  return {};
 }
 
 Result<void> Daemon::listen() {
@@ -107,7 +120,7 @@ Result<void> Daemon::listen() {
       !r)
     return r;
   auto onPressure = [this] {
-    betweenTurns(engine_, *sensors_, *actuator_, clock_);
+    betweenTurns(engine_, engineSensors(), *actuator_, clock_, recorder_.get());
     flushEvents();
   };
   if (auto r = loop_->add(pressure_.fd(), onPressure, kRankPressure); !r) return r;
@@ -146,9 +159,11 @@ Capabilities Daemon::probeWithRoot() {
 }
 
 void Daemon::applyProbe(const char* why) {
-  engine_.setCapabilities(probeWithRoot(), why);
+  const Capabilities caps = probeWithRoot();
+  if (recorder_) recorder_->caps(caps, why);
+  engine_.setCapabilities(caps, why);
   flushEvents();
-  betweenTurns(engine_, *sensors_, *actuator_, clock_);  // the scopes to watch
+  betweenTurns(engine_, engineSensors(), *actuator_, clock_, recorder_.get());  // the scopes to watch
 }
 
 int Daemon::run() {
@@ -228,7 +243,7 @@ bool Daemon::stopPending() const {
 
 void Daemon::turn() {
   const TimePoint now = clock_.now();
-  TimePoint wake = runTurn(engine_, *sensors_, *actuator_, clock_, now);
+  TimePoint wake = runTurn(engine_, engineSensors(), *actuator_, clock_, now, recorder_.get());
   retainTargets();
   flushEvents();
   notifier_.watchdog(now);
@@ -299,6 +314,8 @@ void Daemon::onReloaded() {
     if (!reloader_->busy()) notifier_.ready(statusLine());
     return;
   }
+  // A recording holds one policy: it ends where another begins.
+  if (recorder_) recorder_->end("reload");
   engine_.setPolicy(std::move(**loaded));
   applyProbe("reload");
   const auto& p = engine_.policy();

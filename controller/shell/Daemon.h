@@ -15,6 +15,7 @@
 #include "controller/operate/Endpoints.h"
 #include "controller/operate/Notify.h"
 #include "controller/operate/Status.h"
+#include "controller/record/Recorder.h"
 #include "controller/shell/EventLog.h"
 #include "controller/shell/Io.h"
 #include "controller/shell/Loop.h"
@@ -31,6 +32,11 @@ struct DaemonOptions {
   EndpointOptions endpoints;
   std::string configPath;  // empty: built-in policy; SIGHUP then has nothing to reload
   bool dryRun = false;     // decide and log; write nothing but the probe's zero-byte requests
+  // `reclaimd record`: where the recording goes (empty: none), its bound, and the policy's
+  // files as read (the recording holds them).
+  std::string recordPath;
+  std::uint64_t recordLimit = kDefaultRecordLimit;
+  std::vector<policies::PolicyText> policyFiles;
 };
 
 // Blocks the signals the daemon takes through its signalfd (SIGTERM, SIGINT, SIGHUP, and
@@ -58,6 +64,9 @@ class Daemon {
   void onReloaded();
   void rejectReload(const Error& error);
   void retainTargets();
+  Result<void> startRecording();
+  // What the engine reads through: the recorder when recording, else the adapters.
+  Sensors& engineSensors() { return recorder_ ? static_cast<Sensors&>(*recorder_) : *sensors_; }
   void armTimer(TimePoint at);
   void flushEvents();
   bool stopPending() const;
@@ -82,6 +91,7 @@ class Daemon {
   PressureIo pressure_;
   std::optional<SystemSensors> sensors_;
   std::optional<SystemActuator> actuator_;
+  std::unique_ptr<Recorder> recorder_;
   std::vector<std::uint32_t> targetIds_;  // the targets whose cgroups' files stay open
   EventLog log_;
   Endpoints endpoints_;

@@ -37,29 +37,31 @@ CommandResult carryOut(const Command& command, Actuator& out, const Clock& clock
       command);
 }
 
-Output drive(Engine& engine, Sensors& in, Actuator& out, const Clock& clock, Input input) {
+Output drive(Engine& engine, Sensors& in, Actuator& out, const Clock& clock, Input input, DecideLog* log) {
   for (;;) {
     input.now = input.tick && input.now != TimePoint{} ? input.now : clock.now();
     input.pressure = out.pressureEvents();
     input.stop = out.stopPending();
+    if (log) log->input(input);
     Output said = engine.decide(input, in);
     out.publish(std::move(said.events));
     if (!said.command) return said;
+    if (log) log->did(*said.command);
     input = Input{};
     input.result = carryOut(*said.command, out, clock);
   }
 }
 
-TimePoint runTurn(Engine& engine, Sensors& in, Actuator& out, const Clock& clock, TimePoint now) {
+TimePoint runTurn(Engine& engine, Sensors& in, Actuator& out, const Clock& clock, TimePoint now, DecideLog* log) {
   Input tick;
   tick.now = now;
   tick.tick = true;
-  const Output last = drive(engine, in, out, clock, std::move(tick));
+  const Output last = drive(engine, in, out, clock, std::move(tick), log);
   return last.wake.value_or(now);
 }
 
-void betweenTurns(Engine& engine, Sensors& in, Actuator& out, const Clock& clock) {
-  drive(engine, in, out, clock, Input{});
+void betweenTurns(Engine& engine, Sensors& in, Actuator& out, const Clock& clock, DecideLog* log) {
+  drive(engine, in, out, clock, Input{}, log);
 }
 
 }  // namespace reclaimd::controller

@@ -38,19 +38,28 @@ class Actuator {
   virtual void publish(Events events) = 0;
 };
 
+// Sees each input the engine is given and each command it answers with (`reclaimd record`).
+class DecideLog {
+ public:
+  virtual ~DecideLog() = default;
+  virtual void input(const Input& input) = 0;
+  virtual void did(const Command& command) = 0;
+};
+
 // Carries out one command, timed by `clock`; answers its result.
 CommandResult carryOut(const Command& command, Actuator& out, const Clock& clock);
 
 // Gives the engine `first` (its time, its pressure events and a pending stop are filled in
 // here), then carries out its commands until it gives none. Answers the last Output: its wake
 // is set when a turn ended.
-Output drive(Engine& engine, Sensors& in, Actuator& out, const Clock& clock, Input first);
+Output drive(Engine& engine, Sensors& in, Actuator& out, const Clock& clock, Input first, DecideLog* log = nullptr);
 
 // A turn at `now` (the timer fired); answers when the next one is due.
-TimePoint runTurn(Engine& engine, Sensors& in, Actuator& out, const Clock& clock, TimePoint now);
+TimePoint runTurn(Engine& engine, Sensors& in, Actuator& out, const Clock& clock, TimePoint now,
+                  DecideLog* log = nullptr);
 
 // Between turns: hands the engine the pending PSI trigger events, and carries out what it answers
 // (after a probe or a reload, the scopes to watch).
-void betweenTurns(Engine& engine, Sensors& in, Actuator& out, const Clock& clock);
+void betweenTurns(Engine& engine, Sensors& in, Actuator& out, const Clock& clock, DecideLog* log = nullptr);
 
 }  // namespace reclaimd::controller

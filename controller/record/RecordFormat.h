@@ -1,0 +1,95 @@
+// The text of a recording (`reclaimd record`): one line per thing the engine learned, in the
+// order it learned it. A line is a kind, then tokens separated by one space; a string token is
+// escaped (%XX for '%', space and every byte outside printable ASCII), so a line is plain ASCII
+// and a token never holds a space. Numbers are decimal. A result is "ok ..." or
+// "err <value> <e|r> <context>" (an errno, or reclaimd's own Errc).
+//
+//   reclaimd-recording 1                      the header: the format's version
+//   setup <dry_run> <trace> <own_cgroup>      EngineSetup
+//   policy [<name> <text>]...                 the policy files, in the order they merge
+//   caps <why> <capabilities...>              the probe's findings, handed to the engine
+//   in <now_ns> <tick> <stop> <n> [<scope> <gone>]... <result>     one Input
+//   did <command...>                          the command the engine answered with
+//   cpu|owncpu|meminfo|refaults|tree|scan ... a reading, as the engine asked for it
+//   memory|cgcpu <path> <inode> <result>      a cgroup's reading
+//   psi <scope> <result>                      a scope's pressure total
+//   end <why>                                 the recording ends (stop, size cap, reload)
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/Result.h"
+#include "controller/engine/Commands.h"
+#include "controller/engine/Engine.h"
+
+namespace reclaimd::controller {
+
+inline constexpr std::string_view kRecordingMagic = "reclaimd-recording";
+inline constexpr int kRecordingVersion = 1;
+
+class LineWriter {
+ public:
+  explicit LineWriter(std::string_view kind) : line_(kind) {}
+  LineWriter& u(std::uint64_t v);
+  LineWriter& i(std::int64_t v);
+  LineWriter& b(bool v) { return u(v ? 1 : 0); }
+  LineWriter& s(std::string_view v);
+  LineWriter& ns(std::chrono::nanoseconds d) { return i(d.count()); }
+  LineWriter& word(std::string_view v);  // a token known to need no escaping
+  LineWriter& error(const Error& e);
+  const std::string& line() const { return line_; }
+
+ private:
+  std::string line_;
+};
+
+// Reads the tokens of one line. A bad token (missing, not a number, out of range) sets the
+// first problem and answers 0 or ""; check ok() (and done()) once the line is read.
+class LineReader {
+ public:
+  explicit LineReader(std::string_view line);  // copied: the reader owns its text
+  LineReader(const LineReader&) = delete;
+  LineReader& operator=(const LineReader&) = delete;
+  const std::string& kind() const { return kind_; }
+  std::uint64_t u(std::uint64_t max = UINT64_MAX);
+  std::int64_t i();
+  bool b() { return u(1) == 1; }
+  std::string s();
+  std::chrono::nanoseconds ns() { return std::chrono::nanoseconds(i()); }
+  std::string word();
+  // "ok" (true) or "err ..." (false, with the error read into `error`).
+  bool okOrError(Error& error);
+  // The line holds no more tokens (else a problem is set).
+  bool done();
+  bool more() const { return next_ < tokens_.size(); }
+  bool ok() const { return problem_.empty(); }
+  const std::string& problem() const { return problem_; }
+  void fail(std::string why);
+
+ private:
+  std::string text_;
+  std::vector<std::string_view> tokens_;
+  std::size_t next_ = 0;
+  std::string kind_;
+  std::string problem_;
+};
+
+void writeCaps(LineWriter& w, const Capabilities& c);
+Capabilities readCaps(LineReader& r);
+void writeInput(LineWriter& w, const Input& input);
+Input readInput(LineReader& r);
+// The command as a "did" line's tokens; replay compares its own commands' text with these.
+std::string commandText(const Command& command);
+
+void writeTree(LineWriter& w, const cgroup::Tree& tree);
+cgroup::Tree readTree(LineReader& r);
+void writeMeminfo(LineWriter& w, const proc::Meminfo& m);
+proc::Meminfo readMeminfo(LineReader& r);
+void writeScan(LineWriter& w, const CgroupCpuScan& scan);
+CgroupCpuScan readScan(LineReader& r);
+
+}  // namespace reclaimd::controller

@@ -1,0 +1,189 @@
+// The values a recording holds: inputs, commands, and the readings with several fields.
+#include "controller/record/RecordFormat.h"
+
+namespace reclaimd::controller {
+
+namespace {
+
+template <class... F>
+struct Overload : F... {
+  using F::operator()...;
+};
+template <class... F>
+Overload(F...) -> Overload<F...>;
+
+constexpr std::uint64_t kMaxStatus = static_cast<std::uint64_t>(cgroup::ReclaimStatus::Failed);
+constexpr std::uint64_t kMaxWatch = static_cast<std::uint64_t>(PressureFeed::Off);
+// More events or nodes than this in one line is not a recording reclaimd wrote.
+constexpr std::uint64_t kMaxItems = 1'000'000;
+
+void writeResult(LineWriter& w, const CommandResult& result) {
+  std::visit(Overload{
+                 [&](const std::monostate&) { w.word("none"); },
+                 [&](const Written& x) {
+                   w.word("written").u(static_cast<std::uint64_t>(x.write.status)).i(x.write.err);
+                   w.ns(x.write.took).s(x.write.error);
+                 },
+                 [&](const Finished& x) {
+                   w.word("finished").ns(x.took);
+                   if (x.result)
+                     w.word("ok");
+                   else
+                     w.error(x.result.error());
+                 },
+                 [&](const Probed& x) { writeCaps(w.word("probed"), x.caps); },
+                 [&](const Watched& x) { w.word("watched").u(static_cast<std::uint64_t>(x.how)).b(x.gone).s(x.why); },
+                 [&](const Unwatched&) { w.word("unwatched"); },
+             },
+             result);
+}
+
+CommandResult readResult(LineReader& r) {
+  const std::string kind = r.word();
+  if (kind == "none") return std::monostate{};
+  if (kind == "written") {
+    Written x;
+    x.write.status = static_cast<cgroup::ReclaimStatus>(r.u(kMaxStatus));
+    x.write.err = static_cast<int>(r.i());
+    x.write.took = r.ns();
+    x.write.error = r.s();
+    return x;
+  }
+  if (kind == "finished") {
+    Finished x;
+    x.took = r.ns();
+    Error e;
+    if (!r.okOrError(e)) x.result = e;
+    return x;
+  }
+  if (kind == "probed") return Probed{readCaps(r)};
+  if (kind == "watched") {
+    Watched x;
+    x.how = static_cast<PressureFeed>(r.u(kMaxWatch));
+    x.gone = r.b();
+    x.why = r.s();
+    return x;
+  }
+  if (kind == "unwatched") return Unwatched{};
+  r.fail("unknown command result '" + kind.substr(0, 40) + "'");
+  return std::monostate{};
+}
+
+}  // namespace
+
+void writeInput(LineWriter& w, const Input& input) {
+  w.ns(input.now.time_since_epoch()).b(input.tick).b(input.stop).u(input.pressure.size());
+  for (const ScopeEvent& e : input.pressure)
+    w.u(e.scope).b(e.gone);
+  writeResult(w, input.result);
+}
+
+Input readInput(LineReader& r) {
+  Input input;
+  input.now = TimePoint(std::chrono::duration_cast<TimePoint::duration>(r.ns()));
+  input.tick = r.b();
+  input.stop = r.b();
+  const std::uint64_t n = r.u(kMaxItems);
+  for (std::uint64_t k = 0; k < n && r.ok(); ++k) {
+    ScopeEvent e;
+    e.scope = static_cast<ScopeId>(r.u(UINT32_MAX));
+    e.gone = r.b();
+    input.pressure.push_back(e);
+  }
+  input.result = readResult(r);
+  return input;
+}
+
+std::string commandText(const Command& command) {
+  LineWriter w(commandName(command));
+  std::visit(Overload{
+                 [&](const ReclaimChunk& c) {
+                   w.s(c.path).u(c.inode).u(c.bytes).word(cgroup::toString(c.format));
+                 },
+                 [&](const DropCaches&) {},
+                 [&](const Compact&) {},
+                 [&](const Reprobe&) {},
+                 [&](const WatchScope& c) {
+                   w.u(c.id).s(c.path).u(c.inode);
+                   w.i(c.trigger.stall.count()).i(c.trigger.window.count());
+                 },
+                 [&](const UnwatchScope& c) { w.u(c.id); },
+             },
+             command);
+  return w.line();
+}
+
+void writeTree(LineWriter& w, const cgroup::Tree& t) {
+  w.u(t.vanished).u(t.symlinks).b(t.truncated).u(t.incomplete).i(t.incompleteErrno).u(t.nodes.size());
+  for (const cgroup::TreeNode& n : t.nodes)
+    w.s(n.name).u(n.inode).i(n.parent).b(n.incomplete).b(n.unlisted);
+}
+
+cgroup::Tree readTree(LineReader& r) {
+  cgroup::Tree t;
+  t.vanished = r.u();
+  t.symlinks = r.u();
+  t.truncated = r.b();
+  t.incomplete = r.u();
+  t.incompleteErrno = static_cast<int>(r.i());
+  const std::uint64_t n = r.u(kMaxItems);
+  for (std::uint64_t k = 0; k < n && r.ok(); ++k) {
+    cgroup::TreeNode node;
+    node.name = r.s();
+    node.inode = r.u();
+    const std::int64_t parent = r.i();
+    node.incomplete = r.b();
+    node.unlisted = r.b();
+    // Pre-order: the root first, with no parent; every other node's parent comes before it.
+    if ((k == 0) != (parent == -1) || parent >= static_cast<std::int64_t>(k)) {
+      r.fail("a tree node's parent is not a node before it");
+      return {};
+    }
+    node.parent = static_cast<int>(parent);
+    if (parent >= 0) t.nodes[static_cast<std::size_t>(parent)].children.push_back(static_cast<int>(k));
+    t.nodes.push_back(std::move(node));
+  }
+  if (t.nodes.empty()) r.fail("a tree without its root");
+  return t;
+}
+
+void writeMeminfo(LineWriter& w, const proc::Meminfo& m) {
+  w.u(m.memTotal).u(m.memFree).u(m.activeFile).u(m.inactiveFile).u(m.sReclaimable).u(m.shmem).u(m.swapTotal);
+  w.u(m.swapFree);
+}
+
+proc::Meminfo readMeminfo(LineReader& r) {
+  proc::Meminfo m;
+  // Bounded as the parser bounds them: reclaimable() and used() never wrap.
+  m.memTotal = r.u(UINT64_MAX / 4);
+  m.memFree = r.u(m.memTotal);
+  m.activeFile = r.u(UINT64_MAX / 4);
+  m.inactiveFile = r.u(UINT64_MAX / 4);
+  m.sReclaimable = r.u(UINT64_MAX / 4);
+  m.shmem = r.u();
+  m.swapTotal = r.u();
+  m.swapFree = r.u();
+  return m;
+}
+
+void writeScan(LineWriter& w, const CgroupCpuScan& scan) {
+  w.b(scan.complete).u(scan.cgroups.size());
+  for (const CgroupCpu& c : scan.cgroups)
+    w.s(c.path).u(c.inode).ns(c.usage);
+}
+
+CgroupCpuScan readScan(LineReader& r) {
+  CgroupCpuScan scan;
+  scan.complete = r.b();
+  const std::uint64_t n = r.u(kMaxItems);
+  for (std::uint64_t k = 0; k < n && r.ok(); ++k) {
+    CgroupCpu c;
+    c.path = r.s();
+    c.inode = r.u();
+    c.usage = r.ns();
+    scan.cgroups.push_back(std::move(c));
+  }
+  return scan;
+}
+
+}  // namespace reclaimd::controller

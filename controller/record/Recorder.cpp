@@ -1,0 +1,170 @@
+#include "controller/record/Recorder.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+namespace reclaimd::controller {
+
+namespace {
+
+// "ok" and the fields, or the error.
+template <class T, class F>
+void result(LineWriter& w, const Result<T>& r, F fields) {
+  if (!r) {
+    w.error(r.error());
+    return;
+  }
+  w.word("ok");
+  fields(*r);
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Recorder>> Recorder::create(const std::string& path, std::uint64_t limit,
+                                                   std::function<void(const std::string&)> ended) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+  if (fd < 0) return errnoError(errno, "create the recording " + path);
+  std::FILE* file = ::fdopen(fd, "w");
+  if (file == nullptr) {
+    const int err = errno;
+    ::close(fd);
+    return errnoError(err, "open the recording " + path);
+  }
+  return std::unique_ptr<Recorder>(new Recorder(file, limit, std::move(ended)));
+}
+
+Recorder::~Recorder() {
+  end("stop");
+  std::fclose(file_);
+}
+
+void Recorder::put(const LineWriter& line) {
+  if (!open_) return;
+  const std::string& text = line.line();
+  // Room is kept for the end line, so a recording cut at its limit still says why it ends.
+  if (written_ + text.size() + 64 > limit_) {
+    open_ = false;
+    const std::string why = "the recording reached its limit of " + std::to_string(limit_) + " bytes";
+    std::fprintf(file_, "end size-limit\n");
+    std::fflush(file_);
+    if (ended_) ended_(why);
+    return;
+  }
+  if (std::fprintf(file_, "%s\n", text.c_str()) < 0) {
+    open_ = false;
+    if (ended_) ended_(std::string("a write to the recording failed: ") + std::strerror(errno));
+    return;
+  }
+  written_ += text.size() + 1;
+}
+
+void Recorder::begin(const EngineSetup& setup, const std::vector<policies::PolicyText>& policy) {
+  put(LineWriter(kRecordingMagic).i(kRecordingVersion));
+  put(LineWriter("setup").b(setup.dryRun).b(setup.traceTicks).s(setup.ownCgroup));
+  LineWriter files("policy");
+  for (const policies::PolicyText& f : policy)
+    files.s(f.source).s(f.text);
+  put(files);
+}
+
+void Recorder::caps(const Capabilities& caps, std::string_view why) {
+  LineWriter w("caps");
+  writeCaps(w.s(why), caps);
+  put(w);
+}
+
+void Recorder::end(const std::string& why) {
+  if (!open_) return;
+  put(LineWriter("end").s(why));
+  open_ = false;
+  std::fflush(file_);
+  if (why != "stop" && ended_) ended_("the recording ends: " + why);
+}
+
+void Recorder::input(const Input& input) {
+  LineWriter w("in");
+  writeInput(w, input);
+  put(w);
+}
+
+void Recorder::did(const Command& command) {
+  put(LineWriter("did").word(commandText(command)));
+}
+
+Result<CpuReading> Recorder::cpu() {
+  auto r = inner_->cpu();
+  LineWriter w("cpu");
+  result(w, r, [&](const CpuReading& c) { w.ns(c.busy).ns(c.total); });
+  put(w);
+  return r;
+}
+
+std::chrono::nanoseconds Recorder::ownCpu() {
+  const auto own = inner_->ownCpu();
+  put(LineWriter("owncpu").ns(own));
+  return own;
+}
+
+Result<proc::Meminfo> Recorder::meminfo() {
+  auto r = inner_->meminfo();
+  LineWriter w("meminfo");
+  result(w, r, [&](const proc::Meminfo& m) { writeMeminfo(w, m); });
+  put(w);
+  return r;
+}
+
+Result<std::uint64_t> Recorder::machineRefaults() {
+  auto r = inner_->machineRefaults();
+  LineWriter w("refaults");
+  result(w, r, [&](std::uint64_t v) { w.u(v); });
+  put(w);
+  return r;
+}
+
+Result<cgroup::Tree> Recorder::tree(const cgroup::Descend& descend) {
+  auto r = inner_->tree(descend);
+  LineWriter w("tree");
+  result(w, r, [&](const cgroup::Tree& t) { writeTree(w, t); });
+  put(w);
+  return r;
+}
+
+Result<MemoryReading> Recorder::memory(const CgroupRef& cgroup) {
+  auto r = inner_->memory(cgroup);
+  LineWriter w("memory");
+  w.s(cgroup.path).u(cgroup.inode);
+  result(w, r, [&](const MemoryReading& m) { w.u(m.reclaimable).u(m.refaults); });
+  put(w);
+  return r;
+}
+
+Result<std::chrono::nanoseconds> Recorder::cgroupCpu(const CgroupRef& cgroup) {
+  auto r = inner_->cgroupCpu(cgroup);
+  LineWriter w("cgcpu");
+  w.s(cgroup.path).u(cgroup.inode);
+  result(w, r, [&](std::chrono::nanoseconds d) { w.ns(d); });
+  put(w);
+  return r;
+}
+
+Result<CgroupCpuScan> Recorder::cgroupCpuScan() {
+  auto r = inner_->cgroupCpuScan();
+  LineWriter w("scan");
+  result(w, r, [&](const CgroupCpuScan& s) { writeScan(w, s); });
+  put(w);
+  return r;
+}
+
+Result<std::uint64_t> Recorder::pressureTotal(ScopeId scope) {
+  auto r = inner_->pressureTotal(scope);
+  LineWriter w("psi");
+  w.u(scope);
+  result(w, r, [&](std::uint64_t v) { w.u(v); });
+  put(w);
+  return r;
+}
+
+}  // namespace reclaimd::controller

@@ -1,0 +1,125 @@
+// `reclaimd record` and `replay`: a run over the simulated machine, recorded, replays to the
+// same commands, every time; a recording that differs from what the engine does, is cut at its
+// bound, or is not a recording at all, is said so.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <regex>
+#include <sstream>
+
+#include "controller/ExitCodes.h"
+#include "controller/record/Recorder.h"
+#include "controller/record/Replay.h"
+#include "tests/unit/EngineHarness.h"
+#include "tests/unit/Fixture.h"
+
+namespace reclaimd::testing {
+namespace {
+
+using namespace std::chrono_literals;
+
+constexpr const char* kPolicy = "rules:\n  - match: app.slice\n    floor: 64M\n";
+
+class RecordTest : public ::testing::Test {
+ protected:
+  // Records `span` of the simulated machine: app.slice idle with 600 MiB of cache.
+  void record(std::chrono::nanoseconds span, std::uint64_t limit = 64 << 20) {
+    sim_.addCgroup("app.slice", 600 * kMiB);
+    auto recorder = controller::Recorder::create(file(), limit, [&](const std::string& why) { ended_ = why; });
+    ASSERT_TRUE(recorder) << recorder.error().message();
+    std::unique_ptr<controller::Recorder> r = std::move(*recorder);
+    r->wrap(&sim_);
+    auto policy = policies::parsePolicy(kPolicy, "policy.yaml");
+    ASSERT_TRUE(policy);
+    controller::Engine engine(*policy, controller::EngineSetup{false, "", false});
+    r->begin(engine.setup(), {policies::PolicyText{"policy.yaml", kPolicy}});
+    r->caps(fullCapabilities(), "start");
+    engine.setCapabilities(fullCapabilities(), "start");
+    controller::betweenTurns(engine, *r, sim_, clock_, r.get());
+    const TimePoint until = clock_.now() + span;
+    while (clock_.now() < until)
+      clock_.set(controller::runTurn(engine, *r, sim_, clock_, clock_.now(), r.get()));
+  }
+  int replay(const std::string& text, std::string& out, std::string& err) {
+    std::istringstream in(text);
+    std::ostringstream o, e;
+    const int code = controller::replayRecording(in, o, e);
+    out = o.str();
+    err = e.str();
+    return code;
+  }
+  std::string file() const { return fx_.path("recording"); }
+  std::string recorded() const { return fx_.read("recording"); }
+
+  Fixture fx_;
+  ManualClock clock_;
+  SimMachine sim_{clock_};
+  std::string ended_;
+};
+
+std::size_t countOf(const std::string& text, const std::string& what) {
+  std::size_t n = 0;
+  for (std::size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1))
+    ++n;
+  return n;
+}
+
+TEST_F(RecordTest, ARecordedRunReplaysToTheSameCommandsEveryTime) {
+  record(4min);
+  ASSERT_FALSE(sim_.writes().empty()) << "the run reclaimed";
+  std::string out, err, again, err2;
+  ASSERT_EQ(replay(recorded(), out, err), controller::kExitOk) << err;
+  EXPECT_EQ(countOf(out, "command reclaim app.slice "), sim_.writes().size()) << out;
+  EXPECT_NE(out.find("command watch "), std::string::npos) << "pressure scopes are commands too";
+  ASSERT_EQ(replay(recorded(), again, err2), controller::kExitOk);
+  EXPECT_EQ(out, again) << "the same every time";
+}
+
+TEST_F(RecordTest, ACommandThatDiffersFromTheRecordingIsNamed) {
+  record(4min);
+  std::string text = recorded();
+  const std::size_t at = text.find("did reclaim app.slice ");
+  ASSERT_NE(at, std::string::npos);
+  const std::size_t end = text.find('\n', at);
+  text.replace(at, end - at, "did reclaim app.slice 101 4096 swappiness=0");
+  std::string out, err;
+  EXPECT_EQ(replay(text, out, err), controller::kExitDataError);
+  EXPECT_NE(err.find("where the recording has reclaim app.slice 101 4096"), std::string::npos) << err;
+}
+
+TEST_F(RecordTest, AReadingTheEngineDoesNotAskForIsNamed) {
+  record(30s);
+  std::string text = recorded();
+  const std::size_t at = text.find("\ncpu ");
+  ASSERT_NE(at, std::string::npos);
+  text.insert(at + 1, "refaults ok 5\n");
+  std::string out, err;
+  EXPECT_EQ(replay(text, out, err), controller::kExitDataError);
+  EXPECT_NE(err.find("the engine asks for cpu, the recording has a refaults line"), std::string::npos) << err;
+}
+
+TEST_F(RecordTest, ARecordingStopsAtItsLimitAndSaysWhy) {
+  record(10min, 16 << 10);
+  EXPECT_NE(ended_.find("limit of 16384 bytes"), std::string::npos) << ended_;
+  const std::string text = recorded();
+  EXPECT_LE(text.size(), 16u << 10);
+  EXPECT_NE(text.find("\nend size-limit\n"), std::string::npos);
+  std::string out, err;
+  EXPECT_EQ(replay(text, out, err), controller::kExitOk) << err;
+  EXPECT_NE(out.find("end size-limit"), std::string::npos);
+}
+
+TEST_F(RecordTest, WhatIsNotARecordingIsRefusedWithAReason) {
+  std::string out, err;
+  EXPECT_EQ(replay("", out, err), controller::kExitDataError);
+  EXPECT_NE(err.find("an empty file is not a recording"), std::string::npos) << err;
+  EXPECT_EQ(replay("hello world\n", out, err), controller::kExitDataError);
+  EXPECT_NE(err.find("not a reclaimd recording"), std::string::npos) << err;
+  EXPECT_EQ(replay("reclaimd-recording 9\n", out, err), controller::kExitDataError);
+  EXPECT_NE(err.find("version 9"), std::string::npos) << err;
+  EXPECT_EQ(replay("reclaimd-recording 1\nsetup 0 0 %\npolicy\nin x\n", out, err), controller::kExitDataError);
+  EXPECT_NE(err.find("a malformed input"), std::string::npos) << err;
+}
+
+}  // namespace
+}  // namespace reclaimd::testing
