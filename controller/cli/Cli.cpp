@@ -77,6 +77,18 @@ void addRunOptions(CLI::App* run, RunOptions& o) {
       ->type_name("HOST:PORT");
 }
 
+// `record FILE [run options]` and `replay FILE`.
+std::pair<CLI::App*, CLI::App*> addRecordAndReplay(CLI::App& app, RunOptions& record, std::string& replayFile) {
+  auto* recordCmd = app.add_subcommand("record", "run the daemon and record what its engine sees, for `replay`");
+  recordCmd->add_option("FILE", record.recordPath, "the recording (created, mode 0600)")->type_name("")->required();
+  recordCmd->add_option("--record-limit", record.recordLimit, "the recording's bound (default 256M)")
+      ->type_name("SIZE");
+  addRunOptions(recordCmd, record);
+  auto* replayCmd = app.add_subcommand("replay", "run the engine over a recording; print its commands and events");
+  replayCmd->add_option("FILE", replayFile, "the recording")->type_name("")->required();
+  return {recordCmd, replayCmd};
+}
+
 }  // namespace
 
 std::vector<std::string> normalizeArgs(std::vector<std::string> args) {
@@ -111,14 +123,8 @@ int runCli(int argc, char** argv) {
   RunOptions run, probe, record;
   auto* runCmd = app.add_subcommand("run", "run the daemon (the default)");
   addRunOptions(runCmd, run);
-  auto* recordCmd = app.add_subcommand("record", "run the daemon and record what its engine sees, for `replay`");
-  recordCmd->add_option("FILE", record.recordPath, "the recording (created, mode 0600)")->type_name("")->required();
-  recordCmd->add_option("--record-limit", record.recordLimit, "the recording's bound (default 256M)")
-      ->type_name("SIZE");
-  addRunOptions(recordCmd, record);
   std::string replayFile;
-  auto* replayCmd = app.add_subcommand("replay", "run the engine over a recording; print its commands and events");
-  replayCmd->add_option("FILE", replayFile, "the recording")->type_name("")->required();
+  auto [recordCmd, replayCmd] = addRecordAndReplay(app, record, replayFile);
   auto* probeCmd = app.add_subcommand("probe", "print what this kernel supports and the mode that would run");
   addPaths(probeCmd, probe);
   probeCmd->add_option("--sys-root", probe.sysRoot, "where sysfs is mounted (tests point this at a fixture)")
