@@ -15,7 +15,7 @@
 #   4. real-kernel tests: reclaimd inside QEMU on 6.12, 6.1 and the newest kernel, one VM per
 #      CPU at a time, beside a nice-19 busy loop per CPU; every VM runs a canary timer and the
 #      guest-side deadlines are judged net of its lateness (tests/vm/README.md); beside them,
-#      at nice 19 as well, the libFuzzer targets (tests/fuzz) from the sanitizer build, 60 s each;
+#      at nice 19 as well, the libFuzzer targets (tests/fuzz) from the sanitizer build, 90 s each;
 #   5. the benchmarks (tests/bench) in their smoke form, one VM at a time; they print figures.
 # Any failure fails the run; nothing is skipped. Each step's start is printed with the seconds
 # since the run began ("=== STEP (N s)").
@@ -38,7 +38,7 @@ cmake -S . -B build/release -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRECLAIMD_TESTS=O
 cmake --build build/release -j"$jobs"
 # One sanitizer build for the unit tests and the fuzz targets: clang's UBSan, and libFuzzer.
 cmake -S . -B build/sanitize -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRECLAIMD_FUZZ=ON \
-	-DRECLAIMD_FUZZ_SECONDS=60 -DRECLAIMD_FUZZ_TIMEOUT=20 -DRECLAIMD_TESTS=ON -DRECLAIMD_BENCH=OFF -DRECLAIMD_VM_TESTS=OFF >/dev/null
+	-DRECLAIMD_FUZZ_SECONDS=90 -DRECLAIMD_FUZZ_TIMEOUT=20 -DRECLAIMD_TESTS=ON -DRECLAIMD_BENCH=OFF -DRECLAIMD_VM_TESTS=OFF >/dev/null
 cmake --build build/sanitize -j"$jobs"
 
 step "unit tests under ASan+UBSan"
@@ -52,8 +52,10 @@ step "real-kernel tests in QEMU (6.12, 6.1, newest), $jobs at a time, on a loade
 # The fuzz targets (every parser, the pattern matcher and the policy loader) run beside the VMs
 # at nice 19: the guests wait through most of their scenarios (grace periods, idle stretches),
 # and the CPU they leave, which the busy loops alone would burn, fuzzes. At nice 19 a fuzzer
-# yields to the VMs as the loops do, so the VM tests see the same loaded host; 60 s each
-# (20 s each had a core of its own when they ran alone). A per-input timeout of 20 s: beside
+# yields to the VMs as the loops do, so the VM tests see the same loaded host. 90 s each, 16
+# targets two at a time, ~12 minutes, within the VM tests' 13: the loops leave them half of
+# what the guests leave (two VM tests beside the loops on a host at load 8: 0.44 of a core),
+# where each had a core for 20 s alone. A per-input timeout of 20 s: beside
 # two busy guests a nice-19 process gets ~1.5 % of a core, so a 71 ms input may take 5 s,
 # while the exponential matcher's 33 s (at a full core) still fails. Their output follows.
 fuzz_log=build/sanitize/fuzz.log
