@@ -22,10 +22,10 @@ Output Engine::decide(const Input& input, Sensors& in) {
   for (const ScopeEvent& e : input.pressure)
     pressureEvent(e.scope, e.gone, input.now, in);
   if (input.tick && !tick_) {
-    Plan plan = turn(input.now, in);
-    tick_.emplace();
-    tick_->gradual = mode_.mode == policies::Mode::Gradual;
-    tick_->plan = std::move(plan);
+    Tick k;
+    k.plan = turn(input.now, in);
+    k.gradual = mode_.mode == policies::Mode::Gradual;
+    tick_ = std::move(k);
   }
   Output out;
   if (tick_) out.command = tickCommand(input, in);

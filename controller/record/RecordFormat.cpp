@@ -18,8 +18,6 @@ int hexValue(char c) {
   return -1;
 }
 
-// A tree of more nodes than this is refused: a walk stops at a million (Tracker::walk).
-constexpr std::uint64_t kMaxNodes = 1'000'000;
 
 }  // namespace
 

@@ -12,6 +12,7 @@
 #include "controller/record/Replay.h"
 #include "tests/unit/EngineHarness.h"
 #include "tests/unit/Fixture.h"
+#include "tests/unit/Process.h"
 
 namespace reclaimd::testing {
 namespace {
@@ -119,6 +120,16 @@ TEST_F(RecordTest, WhatIsNotARecordingIsRefusedWithAReason) {
   EXPECT_NE(err.find("version 9"), std::string::npos) << err;
   EXPECT_EQ(replay("reclaimd-recording 1\nsetup 0 0 %\npolicy\nin x\n", out, err), controller::kExitDataError);
   EXPECT_NE(err.find("a malformed input"), std::string::npos) << err;
+}
+
+TEST(RecordCommand, ABadLimitOrAMissingRecordingIsAClearError) {
+  Fixture fx;
+  auto [code, out] = runCommand({RECLAIMD_BINARY, "record", fx.path("r"), "--record-limit", "12", "--status-socket", ""});
+  EXPECT_EQ(code, controller::kExitUsage) << out;
+  EXPECT_NE(out.find("--record-limit '12' is not a size of at least 4K"), std::string::npos) << out;
+  std::tie(code, out) = runCommand({RECLAIMD_BINARY, "replay", fx.path("none")});
+  EXPECT_EQ(code, controller::kExitNoInput) << out;
+  EXPECT_NE(out.find("cannot open"), std::string::npos) << out;
 }
 
 }  // namespace

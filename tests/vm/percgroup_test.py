@@ -5,7 +5,7 @@ Asserts: idle.slice (idle source cgroup) is reclaimed to its 32 MiB floor within
 starting within 1 s of its own grace period (from the end of its reads) although the machine is
 busy; busy.slice (busy, idle source cgroup) and kept.slice (disabled) keep >= 95 % of their
 cache; nothing is written at the root; cgroups created and removed meanwhile cause no error; a
-clean exit. Usage: percgroup_test.py --kernel 6.12 --reclaimd build/controller/reclaimd
+clean exit; the run, recorded (`reclaimd record`), replays to the recorded commands, the same twice. Usage: percgroup_test.py --kernel 6.12 --reclaimd build/controller/reclaimd
 """
 import argparse
 import os
@@ -89,6 +89,16 @@ def main(argv=None):
                 f"the walk saw every cgroup ({last_walk[-1].f.get('cgroups')} walked, {counted.f['count']} found)")
     ex = s.exit()
     c.check(ex is not None and ex.f.get("code") == "0", f"clean exit on SIGTERM (code {ex and ex.f.get('code')})")
+    replayed = s.mark("replayed")
+    if c.check(replayed is not None, "the recording was replayed"):
+        f = replayed.f
+        c.check(f.get("code") == "0", f"the replay gave the recorded commands (exit {f.get('code')}: {f.get('error')})")
+        chunks = len(by.get("idle.slice", []))
+        c.check(int(f.get("reclaims", 0)) >= max(chunks, 1) and f.get("reclaims") == f.get("recorded"),
+                f"its reclaim commands are the run's ({f.get('reclaims')} replayed, {f.get('recorded')} recorded, "
+                f"{chunks} steps logged)")
+        c.check(f.get("same") == "1", "two replays print the same")
+        c.figure(f"{a.kernel} recording of the run", f"{f.get('bytes')} bytes, {f.get('commands')} commands")
     return 0 if c.report() else 1
 
 

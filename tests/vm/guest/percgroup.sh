@@ -4,7 +4,8 @@
 # loop then runs in busy.slice (so the machine is never idle either), while cgroups are created and
 # removed under the root and under idle.slice. Expected: idle.slice (idle source cgroup) is
 # reclaimed to its 32M floor; busy.slice (idle source cgroup, busy) and kept.slice (disabled)
-# keep their cache; nothing is written at the root; no errors.
+# keep their cache; nothing is written at the root; no errors. The run is recorded (`reclaimd
+# record`) and replayed afterwards: the replay gives the same commands, twice alike.
 # shellcheck source=lib.sh
 . /test/lib.sh
 G=${GRACE:-15}
@@ -34,7 +35,7 @@ inside() {
 }
 
 scenario percgroup
-reclaimd --config /tmp/policy.yaml --log-level debug &
+reclaimd record /tmp/recording --config /tmp/policy.yaml --log-level debug &
 PID=$!
 sleep 2
 # fill ends on the CPU (lib.sh), in idle.slice: its idleness is judged from its own CPU.
@@ -76,4 +77,13 @@ kill $BUSY
 kill -TERM $PID
 wait $PID
 echo "@@EXIT percgroup code=$?"
+# replay exits 0 only when the engine asked for the recorded readings and gave the recorded
+# commands, each in its order.
+reclaimd replay /tmp/recording >/tmp/replayed 2>/tmp/replay.err
+_code=$?
+_same=0
+reclaimd replay /tmp/recording 2>/dev/null | cmp -s - /tmp/replayed && _same=1
+mark replayed code=$_code same=$_same commands="$(grep -c '^command ' /tmp/replayed)" \
+	reclaims="$(grep -c '^command reclaim ' /tmp/replayed)" recorded="$(grep -c '^did reclaim ' /tmp/recording)" \
+	bytes="$(wc -c </tmp/recording)" error="$(head -c 200 /tmp/replay.err | tr ' \n' '__')"
 rmdir $R/kept.slice/a/b/c $R/kept.slice/a/b $R/kept.slice/a $R/kept.slice/d
