@@ -52,8 +52,8 @@ step "real-kernel tests in QEMU (6.12, 6.1, newest), $jobs at a time, on a loade
 # The fuzz targets (every parser, the pattern matcher and the policy loader) run beside the VMs
 # at nice 19: the guests wait through most of their scenarios (grace periods, idle stretches),
 # and the CPU they leave, which the busy loops alone would burn, fuzzes. At nice 19 a fuzzer
-# yields to the VMs as the loops do, so the VM tests see the same loaded host. 90 s each, 15
-# targets two at a time, ~11.5 minutes, within the VM tests' 13: the loops leave them half of
+# yields to the VMs as the loops do, so the VM tests see the same loaded host. 90 s each, 16
+# targets two at a time, ~12 minutes, within the VM tests' 13: the loops leave them half of
 # what the guests leave (two VM tests beside the loops on a host at load 8: 0.44 of a core),
 # where each had a core for 20 s alone. A per-input timeout of 20 s: beside
 # two busy guests a nice-19 process gets ~1.5 % of a core, so a 71 ms input may take 5 s,
