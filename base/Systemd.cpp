@@ -4,6 +4,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <charconv>
 #include <cstdint>
@@ -39,13 +40,15 @@ Result<void> sendDatagram(std::string_view path, std::string_view data) {
   return {};
 }
 
-std::optional<std::uint64_t> envNumber(const char* name) {
+// The variable's value as a number; nullopt when it is not set.
+Result<std::optional<std::uint64_t>> envNumber(const char* name) {
   const char* text = std::getenv(name);
-  if (text == nullptr) return std::nullopt;
+  if (text == nullptr) return std::optional<std::uint64_t>();
   std::uint64_t value = 0;
   const auto [end, ec] = std::from_chars(text, text + std::strlen(text), value);
-  if (ec != std::errc() || *end != '\0') return std::nullopt;
-  return value;
+  if (ec != std::errc() || *end != '\0')
+    return parseError(std::string(name) + "=" + text + ": not a decimal number");
+  return std::optional<std::uint64_t>(value);
 }
 
 }  // namespace
@@ -57,12 +60,19 @@ Result<bool> sdNotify(std::string_view state) {
   return true;
 }
 
-std::optional<std::chrono::microseconds> sdWatchdog() {
+Result<std::optional<std::chrono::microseconds>> sdWatchdog() {
+  using Interval = std::optional<std::chrono::microseconds>;
   const auto usec = envNumber("WATCHDOG_USEC");
-  if (!usec || *usec == 0) return std::nullopt;
-  if (const auto pid = envNumber("WATCHDOG_PID"); pid && *pid != static_cast<std::uint64_t>(::getpid()))
-    return std::nullopt;
-  return std::chrono::microseconds(static_cast<std::int64_t>(*usec));
+  if (!usec) return usec.error();
+  if (!*usec || **usec == 0) return Interval();
+  const auto pid = envNumber("WATCHDOG_PID");
+  if (!pid) return pid.error();
+  // The variables were inherited from a parent the watchdog is meant for, not this process.
+  if (*pid && **pid != static_cast<std::uint64_t>(::getpid())) return Interval();
+  // Held where it still fits int64 nanoseconds (292 years), as the loop counts time: a longer
+  // interval is as good as that one.
+  const auto bounded = std::min<std::uint64_t>(**usec, static_cast<std::uint64_t>(INT64_MAX) / 1000);
+  return Interval(std::chrono::microseconds(static_cast<std::int64_t>(bounded)));
 }
 
 Result<void> journalSend(const std::vector<std::string>& fields) {

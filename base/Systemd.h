@@ -19,8 +19,9 @@ namespace reclaimd {
 Result<bool> sdNotify(std::string_view state);
 
 // The watchdog interval systemd set (WATCHDOG_USEC, for this process per WATCHDOG_PID);
-// nullopt when none.
-std::optional<std::chrono::microseconds> sdWatchdog();
+// nullopt when none. Errors: Errc::Parse naming the variable whose value is not a number (as
+// sd_watchdog_enabled's -EINVAL).
+Result<std::optional<std::chrono::microseconds>> sdWatchdog();
 
 // Sends one journal entry of "KEY=value" fields to /run/systemd/journal/socket (a value with a
 // newline is sent in the protocol's length-prefixed form). Errors: the socket's errno.

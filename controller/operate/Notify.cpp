@@ -12,7 +12,13 @@
 namespace reclaimd::controller {
 
 Notifier::Notifier() {
-  if (auto usec = sdWatchdog()) {
+  auto watchdog = sdWatchdog();
+  if (!watchdog) {
+    // systemd set it, so it expects pings; without a number the interval is unknown, and
+    // pinging at a guess could still miss. Said once, so the unit's setting gets fixed.
+    spdlog::warn("event=watchdog_invalid error=\"{}\" why=\"no watchdog pings, ignoring the variable\"",
+                 watchdog.error().message());
+  } else if (const auto& usec = *watchdog) {
     const std::chrono::microseconds timeout = *usec;
     if (timeout < kMinWatchdog) {
       spdlog::warn(
@@ -25,35 +31,42 @@ Notifier::Notifier() {
   enabled_ = socket != nullptr && *socket != '\0';
 }
 
+// A notification systemd does not take is ignored, as sd_notify(3)'s callers do: the loop must
+// not stop for it, and systemd itself shows what it cost (a start that times out, a watchdog
+// that fires, a stale status line).
+void Notifier::send(const std::string& state) {
+  (void)sdNotify(state);
+}
+
 void Notifier::ready(const std::string& text) {
   lastStatus_ = text;
-  (void)sdNotify("READY=1\nSTATUS=" + text);
+  send("READY=1\nSTATUS=" + text);
 }
 
 void Notifier::reloading() {
   // MONOTONIC_USEC lets systemd 253+ (Type=notify-reload) match the reload; older ones ignore it.
   timespec ts{};
   clock_gettime(CLOCK_MONOTONIC, &ts);
-  (void)sdNotify("RELOADING=1\nMONOTONIC_USEC=" +
+  send("RELOADING=1\nMONOTONIC_USEC=" +
                  std::to_string(static_cast<unsigned long long>(ts.tv_sec) * 1000000ULL +
                                 static_cast<unsigned long long>(ts.tv_nsec) / 1000));
 }
 
 void Notifier::stopping() {
-  (void)sdNotify("STOPPING=1");
+  send("STOPPING=1");
 }
 
 void Notifier::status(const std::string& text) {
   if (text == lastStatus_) return;
   lastStatus_ = text;
-  (void)sdNotify("STATUS=" + text);
+  send("STATUS=" + text);
 }
 
 void Notifier::watchdog(TimePoint now) {
   if (!interval_) return;
   if (lastPing_ && now - *lastPing_ < *interval_ / 2) return;
   lastPing_ = now;
-  (void)sdNotify("WATCHDOG=1");
+  send("WATCHDOG=1");
 }
 
 std::optional<TimePoint> Notifier::watchdogDeadline() const {

@@ -36,6 +36,8 @@ class Notifier {
   std::optional<std::chrono::nanoseconds> pingInterval() const { return interval_; }
 
  private:
+  void send(const std::string& state);
+
   // Half the watchdog timeout systemd set (WatchdogSec=).
   std::optional<std::chrono::nanoseconds> interval_;
   std::optional<TimePoint> lastPing_;

@@ -1,9 +1,15 @@
-// Units parsing/printing, KeptFile re-reads, and the pressure parser.
+// Sizes and durations parsed and printed, KeptFile re-reads, the pressure parser, and the
+// watchdog's environment.
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <string>
 
 #include "base/Files.h"
 #include "base/Quantities.h"
+#include "base/Systemd.h"
 #include "psi/Pressure.h"
 #include "tests/unit/Fixture.h"
 
@@ -133,6 +139,32 @@ TEST(Pressure, NonFiniteAveragesAreAnError) {
       EXPECT_NE(p.error().message().find(std::string("malformed ") + key), std::string::npos) << p.error().message();
     }
   }
+}
+
+// The environment systemd sets for the watchdog: a number, or a message naming what is wrong.
+TEST(Watchdog, Environment) {
+  ::unsetenv("WATCHDOG_PID");
+  ::setenv("WATCHDOG_USEC", "30000000", 1);
+  auto set = sdWatchdog();
+  ASSERT_TRUE(set.ok()) << set.error().message();
+  EXPECT_EQ(*set, std::chrono::microseconds(30s));
+  ::setenv("WATCHDOG_PID", std::to_string(::getpid() + 1).c_str(), 1);
+  auto other = sdWatchdog();
+  ASSERT_TRUE(other.ok()) << other.error().message();
+  EXPECT_FALSE(other->has_value()) << "meant for another process";
+  ::setenv("WATCHDOG_PID", "12x", 1);
+  auto badPid = sdWatchdog();
+  ASSERT_FALSE(badPid.ok());
+  EXPECT_EQ(badPid.error().message(), "WATCHDOG_PID=12x: not a decimal number");
+  ::unsetenv("WATCHDOG_PID");
+  ::setenv("WATCHDOG_USEC", "30s", 1);
+  auto bad = sdWatchdog();
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.error().message(), "WATCHDOG_USEC=30s: not a decimal number");
+  ::unsetenv("WATCHDOG_USEC");
+  auto none = sdWatchdog();
+  ASSERT_TRUE(none.ok());
+  EXPECT_FALSE(none->has_value());
 }
 
 }  // namespace

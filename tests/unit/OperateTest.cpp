@@ -332,8 +332,8 @@ TEST_F(OperateTest, WatchdogPingsAreNotPerTick) {
   EXPECT_LE(systemd.count("WATCHDOG=1"), 5u) << systemd.drain();
 }
 
-// WATCHDOG_USEC=1 used to wake the loop (and ping PID 1) every millisecond: it is raised to
-// the 1 s minimum with one log line.
+// WATCHDOG_USEC=1 taken as given would wake the loop (and ping PID 1) every millisecond: it is
+// raised to the 1 s minimum with one log line.
 TEST_F(OperateTest, TinyWatchdogIsClamped) {
   FakeMachine m(fx_);
   NotifySocket systemd(fx_.path("notify.sock"));
@@ -347,6 +347,20 @@ TEST_F(OperateTest, TinyWatchdogIsClamped) {
   EXPECT_EQ(d->wait(5s), 0);
   EXPECT_LE(pings, 6u) << "about one per 250-500 ms, not one per millisecond";
   EXPECT_EQ(count("event=watchdog_clamped"), 1u) << log();
+}
+
+// A WATCHDOG_USEC that is not a number is said once, and the daemon runs without pinging.
+TEST_F(OperateTest, MalformedWatchdogIsSaid) {
+  FakeMachine m(fx_);
+  NotifySocket systemd(fx_.path("notify.sock"));
+  ASSERT_TRUE(systemd.bound());
+  auto d = start({}, {systemd.env(), "WATCHDOG_USEC=30s"});
+  ASSERT_TRUE(eventually([&] { return systemd.count("READY=1") > 0; }, 5s)) << systemd.drain() << log();
+  d->signal(SIGTERM);
+  EXPECT_EQ(d->wait(5s), 0);
+  EXPECT_EQ(systemd.count("WATCHDOG=1"), 0u) << systemd.drain();
+  EXPECT_EQ(count("event=watchdog_invalid"), 1u) << log();
+  EXPECT_NE(log().find("WATCHDOG_USEC=30s: not a decimal number"), std::string::npos) << log();
 }
 
 }  // namespace
