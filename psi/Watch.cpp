@@ -8,20 +8,18 @@
 namespace reclaimd::psi {
 
 Source Source::open(int dirFd, const std::string& name, const TriggerSpec& spec) {
-  Source s;
   auto totals = KeptFile::open(dirFd, name);
   if (!totals) {
-    s.why_ = totals.error().message();
-    return s;
+    Error why = totals.error();
+    return Source(std::move(totals), std::move(why));
   }
-  s.totals_ = std::move(*totals);
   auto trigger = Trigger::open(dirFd, name, spec);
-  if (!trigger) {
-    s.why_ = trigger.error().message();
-    return s;
-  }
-  s.trigger_ = trigger->release();  // closing it removes the trigger
-  return s;
+  if (!trigger) return Source(std::move(totals), trigger.error());
+  return Source(std::move(totals), trigger->release());  // closing the fd removes the trigger
+}
+
+Source Source::failed(Error why) {
+  return Source(why, why);
 }
 
 void Source::useEventSource(UniqueFd fd) {
@@ -29,13 +27,23 @@ void Source::useEventSource(UniqueFd fd) {
   eventfd_ = true;
 }
 
-void Source::dropTrigger(std::string why) {
-  trigger_.reset();
-  why_ = std::move(why);
+void Source::dropTrigger(Error why) {
+  trigger_ = std::move(why);
+  eventfd_ = false;
+}
+
+Result<void> Source::readable() const {
+  if (!totals_) return totals_.error();
+  return {};
+}
+
+Result<int> Source::trigger() const {
+  if (!trigger_) return trigger_.error();
+  return trigger_->get();
 }
 
 Result<std::uint64_t> Source::someTotal() {
-  if (!totals_) return errnoError(EBADF, why_);
+  if (!totals_) return totals_.error();
   auto text = totals_->read();
   if (!text) return text.error();
   auto parsed = parsePressure(*text);
@@ -47,6 +55,8 @@ Watch::Watch() : epoll_(::epoll_create1(EPOLL_CLOEXEC)) {}
 
 Result<void> Watch::add(const Source& source, std::uint32_t id) {
   if (!epoll_) return errnoError(EBADF, "pressure epoll");
+  auto fd = source.trigger();
+  if (!fd) return fd.error();
   epoll_event ev{};
   // An eventfd signals with EPOLLIN and must be read; a PSI trigger signals with EPOLLPRI only
   // (its poll always reports EPOLLIN|EPOLLOUT too, so EPOLLIN must never be asked of it).
@@ -54,9 +64,8 @@ Result<void> Watch::add(const Source& source, std::uint32_t id) {
   // The id, the fd and its kind travel together (bit 63 marks an eventfd), so nothing has to be
   // looked up or kept here; a source's fd closing removes it from the set.
   const std::uint64_t kind = source.isEventfd() ? (1ULL << 63) : 0;
-  ev.data.u64 =
-      kind | (static_cast<std::uint64_t>(id & 0x7fffffffU) << 32) | static_cast<std::uint32_t>(source.triggerFd());
-  if (::epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, source.triggerFd(), &ev) != 0)
+  ev.data.u64 = kind | (static_cast<std::uint64_t>(id & 0x7fffffffU) << 32) | static_cast<std::uint32_t>(*fd);
+  if (::epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, *fd, &ev) != 0)
     return errnoError(errno, "watch for pressure events");
   return {};
 }

@@ -16,26 +16,31 @@ namespace reclaimd::psi {
 
 class Source {
  public:
-  // Opens `name` in `dirFd` for its totals and registers `spec` on it. What fails is kept in
-  // why(): totals unreadable (readable() false: no pressure watching here), or the trigger
-  // refused (triggerFd() -1: totals must be polled).
+  // Opens `name` in `dirFd` for its totals and registers `spec` on it. What fails is kept:
+  // totals unreadable (readable() says why: no pressure watching here), or the trigger refused
+  // (trigger() says why: totals must be polled).
   static Source open(int dirFd, const std::string& name, const TriggerSpec& spec);
+  // A source whose file could not be opened at all (its cgroup's directory is gone).
+  static Source failed(Error why);
   // A stand-in event source (an eventfd) instead of a PSI trigger: tests.
   void useEventSource(UniqueFd fd);
-  void dropTrigger(std::string why);
+  void dropTrigger(Error why);
 
-  bool readable() const { return totals_.has_value(); }
-  int triggerFd() const { return trigger_ ? trigger_.get() : -1; }
+  // Whether totals can be read; the Error is why not.
+  Result<void> readable() const;
+  // The trigger's fd; the Error is why there is none.
+  Result<int> trigger() const;
   bool isEventfd() const { return eventfd_; }
-  const std::string& why() const { return why_; }
-  // The "some" total, microseconds. Errors: the read errno, or Errc::Parse.
+  // The "some" total, microseconds. Errors: why the file could not be opened, the read errno,
+  // or Errc::Parse.
   Result<std::uint64_t> someTotal();
 
  private:
-  std::optional<KeptFile> totals_;
-  UniqueFd trigger_;
+  Source(Result<KeptFile> totals, Result<UniqueFd> trigger) : totals_(std::move(totals)), trigger_(std::move(trigger)) {}
+
+  Result<KeptFile> totals_;
+  Result<UniqueFd> trigger_;
   bool eventfd_ = false;
-  std::string why_;
 };
 
 struct WatchEvent {

@@ -15,10 +15,10 @@ psi::Source PressureIo::openMachine(const psi::TriggerSpec& spec, Tracker* track
   how = path;
   // The root cgroup's memory.pressure carries the same system-wide figures; where /proc takes no
   // trigger (a container's read-only /proc: EROFS) the host's cgroup tree may.
-  if (source.triggerFd() < 0 && tracker) {
+  if (auto onProc = source.trigger(); !onProc && tracker) {
     psi::Source viaRoot = psi::Source::open(tracker->rootFd(), cgroup::kMemoryPressure, spec);
-    if (viaRoot.triggerFd() >= 0) {
-      how = "the root cgroup's memory.pressure (no trigger on /proc: " + source.why() + ")";
+    if (viaRoot.trigger()) {
+      how = "the root cgroup's memory.pressure (no trigger on /proc: " + onProc.error().message() + ")";
       return viaRoot;
     }
   }
@@ -26,21 +26,22 @@ psi::Source PressureIo::openMachine(const psi::TriggerSpec& spec, Tracker* track
 }
 
 Watched PressureIo::watched(ScopeId id, psi::Source& source, std::string how, bool gone) {
-  if (!source.readable()) return Watched{PressureFeed::Off, source.why(), gone};
-  if (source.triggerFd() >= 0) {
+  if (auto readable = source.readable(); !readable) return Watched{PressureFeed::Off, readable.error().message(), gone};
+  if (source.trigger()) {
     if (auto added = watch_.add(source, id); !added) {
       // EPERM: not something epoll can wait on (a regular file in a test fixture).
-      source.dropTrigger(added.error().message());
+      source.dropTrigger(added.error());
     }
   }
-  if (source.triggerFd() >= 0) return Watched{PressureFeed::Trigger, std::move(how), false};
-  return Watched{PressureFeed::Polling, source.why(), false};
+  auto trigger = source.trigger();
+  if (trigger) return Watched{PressureFeed::Trigger, std::move(how), false};
+  return Watched{PressureFeed::Polling, trigger.error().message(), false};
 }
 
 Watched PressureIo::watch(const WatchScope& s, Tracker* tracker) {
   sources_.erase(s.id);  // closing the fd removes the trigger
   std::string how;
-  psi::Source source;
+  psi::Source source = psi::Source::failed(errnoError(ENOENT, "no cgroup tree in use"));
   bool gone = false;  // a cgroup removed meanwhile: no warning, the walk drops its target
   if (s.id == kMachineScope) {
     source = openMachine(s.trigger, tracker, how);
@@ -49,7 +50,7 @@ Watched PressureIo::watch(const WatchScope& s, Tracker* tracker) {
     if (cg) {
       source = psi::Source::open((*cg)->dirFd(), cgroup::kMemoryPressure, s.trigger);
     } else {
-      source.dropTrigger(cg.error().message());
+      source = psi::Source::failed(cg.error());
       gone = cgroup::cgroupGone(cg.error());
     }
     how = s.path + "/memory.pressure";
@@ -69,7 +70,7 @@ std::vector<ScopeEvent> PressureIo::take() {
   for (const psi::WatchEvent& e : watch_.take()) {
     if (e.gone) {
       // A removed cgroup's trigger: totals only from now on (the engine walks again).
-      if (auto it = sources_.find(e.id); it != sources_.end()) it->second.dropTrigger("cgroup removed");
+      if (auto it = sources_.find(e.id); it != sources_.end()) it->second.dropTrigger(errnoError(ENODEV, "cgroup removed"));
     }
     out.push_back(ScopeEvent{e.id, e.gone});
   }

@@ -166,7 +166,7 @@ TEST(PsiWatch, EventHaltsAStepAtTheNextChunkWithinOneWindow) {
   settings.stall = 150ms;  // some 150 ms per 1 s window, whatever the default
   settings.window = 1s;
   Scope scope("build.slice", settings);
-  psi::Source source;
+  psi::Source source = psi::Source::failed(errnoError(ENOENT, "no pressure file: events only"));
   UniqueFd efd(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
   ASSERT_TRUE(efd);
   const int eventFd = efd.get();
@@ -218,9 +218,10 @@ TEST(PsiWatch, FixtureFilesGetNoTriggerAndCannotBeWatched) {
   fx.write("memory.pressure", content);
   UniqueFd dir(::open(fx.root().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   psi::Source source = psi::Source::open(dir.get(), "memory.pressure", psi::TriggerSpec{});
-  EXPECT_TRUE(source.readable()) << "its totals are read";
-  EXPECT_LT(source.triggerFd(), 0) << "no trigger on a file outside procfs and cgroup2";
-  EXPECT_NE(source.why().find("not on procfs or cgroup2"), std::string::npos) << source.why();
+  EXPECT_TRUE(source.readable().ok()) << "its totals are read";
+  auto trigger = source.trigger();
+  ASSERT_FALSE(trigger.ok()) << "no trigger on a file outside procfs and cgroup2";
+  EXPECT_NE(trigger.error().message().find("not on procfs or cgroup2"), std::string::npos) << trigger.error().message();
   EXPECT_EQ(fx.read("memory.pressure"), content) << "the trigger text was not written into it";
   // And epoll refuses a regular file outright.
   UniqueFd file(::open(fx.path("memory.pressure").c_str(), O_RDWR | O_CLOEXEC));
