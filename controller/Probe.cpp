@@ -69,8 +69,8 @@ void probeCgroup(const Paths& paths, Capabilities& caps) {
   }
   auto plain = file->probe(cgroup::ReclaimFormat::Plain);
   if (plain.status != cgroup::ReclaimStatus::Done) {
-    caps.reclaimProblem = caps.cgroupRoot + "/" + cgroup::kMemoryReclaim + ": a zero-byte request failed: " +
-                          std::error_code(plain.err, std::generic_category()).message();
+    caps.reclaimProblem =
+        errnoError(plain.err, caps.cgroupRoot + "/" + cgroup::kMemoryReclaim + ": a zero-byte request failed").message();
     return;
   }
   caps.reclaimWritable = true;
@@ -118,10 +118,27 @@ void probeTriggers(const Paths& paths, const psi::TriggerSpec& spec, Capabilitie
   caps.psiTriggerProblem.clear();
 }
 
-bool openableForWrite(const std::string& path, std::string* problem) {
+// Whether `path` opens for writing (a regular file only: never a symlink planted in its place).
+Result<void> openableForWrite(const std::string& path) {
   auto fd = openRegular(AT_FDCWD, path, O_WRONLY);
-  if (!fd && problem) *problem = fd.error().message();
-  return fd.ok();
+  if (!fd) return fd.error();
+  return {};
+}
+
+// SwapTotal from /proc/meminfo. A machine whose meminfo cannot be read is taken to have no
+// swap, and describe() says why that is a guess.
+void probeSwap(const Paths& paths, Capabilities& caps) {
+  auto text = readFileAt(AT_FDCWD, paths.proc(kProcMeminfo));
+  if (!text) {
+    caps.swapProblem = text.error().message();
+    return;
+  }
+  auto mem = proc::parseMeminfo(*text);
+  if (!mem) {
+    caps.swapProblem = mem.error().message();
+    return;
+  }
+  caps.swapActive = mem->swapTotal > 0;
 }
 
 }  // namespace
@@ -145,9 +162,7 @@ Capabilities probe(const Paths& paths, const psi::TriggerSpec& trigger) {
   Capabilities caps;
   probeCgroup(paths, caps);
 
-  if (auto text = readFileAt(AT_FDCWD, paths.proc(kProcMeminfo))) {
-    if (auto mem = proc::parseMeminfo(*text)) caps.swapActive = mem->swapTotal > 0;
-  }
+  probeSwap(paths, caps);
   auto pressure = readFileAt(AT_FDCWD, paths.proc(kProcPressureMemory));
   if (!pressure) {
     caps.psiProblem = pressure.error().message() + " (Debian kernels need psi=1 on the command line)";
@@ -157,8 +172,12 @@ Capabilities probe(const Paths& paths, const psi::TriggerSpec& trigger) {
     caps.psiAvailable = true;
     probeTriggers(paths, trigger, caps);
   }
-  caps.compactMemory = openableForWrite(paths.proc(kCompactMemory), nullptr);
-  caps.dropCaches = openableForWrite(paths.proc(kDropCaches), &caps.dropCachesProblem);
+  auto compact = openableForWrite(paths.proc(kCompactMemory));
+  caps.compactMemory = compact.ok();
+  if (!compact) caps.compactProblem = compact.error().message();
+  auto drop = openableForWrite(paths.proc(kDropCaches));
+  caps.dropCaches = drop.ok();
+  if (!drop) caps.dropCachesProblem = drop.error().message();
   if (paths.procRoot == "/proc") {
     if (auto mounts = cgroup::libcgroupMounts()) {
       for (const auto& m : *mounts) {
@@ -190,13 +209,13 @@ std::string describe(const Capabilities& caps) {
                     : caps.swappinessKey == KeySupport::Unsupported ? "no (kernel before 6.11)"
                                                                     : "unknown";
   line("swappiness_key", key);
-  line("swap_active", yesNo(caps.swapActive));
+  line("swap_active", yesNo(caps.swapActive), caps.swapProblem);
   line("psi", yesNo(caps.psiAvailable), caps.psiProblem);
   if (caps.psiAvailable) {
     line("psi_triggers", caps.psiTriggers ? "yes" : "no, pressure is read every sample instead",
          caps.psiTriggers ? caps.psiTrigger : caps.psiTrigger + ": " + caps.psiTriggerProblem);
   }
-  line("compact_memory", yesNo(caps.compactMemory));
+  line("compact_memory", yesNo(caps.compactMemory), caps.compactProblem);
   line("drop_caches", caps.dropCaches ? "writable" : "unavailable", caps.dropCachesProblem);
   if (!caps.libcgroupMemory.empty()) {
     const bool v1 =

@@ -16,12 +16,14 @@ struct Capabilities {
   std::string reclaimProblem;
   KeySupport swappinessKey = KeySupport::Unknown;  // "0 swappiness=0" accepted (6.11+)
   bool swapActive = false;                         // SwapTotal > 0
+  std::string swapProblem;                         // why /proc/meminfo could not say
   bool psiAvailable = false;                       // <proc>/pressure/memory readable (needs psi=1 on Debian)
   std::string psiProblem;
   bool psiTriggers = false;       // the policy's trigger registers and can be waited on with epoll
   std::string psiTrigger;         // what was tried, and where: "some 300000 2000000 on /proc/pressure/memory"
   std::string psiTriggerProblem;  // else: why (pressure is then read every sample instead)
   bool compactMemory = false;     // <proc>/sys/vm/compact_memory writable (CONFIG_COMPACTION)
+  std::string compactProblem;
   bool dropCaches = false;        // <proc>/sys/vm/drop_caches writable
   std::string dropCachesProblem;
   // Where libcgroup sees the memory controller mounted (a v1 path on hybrid hosts); empty when

@@ -98,6 +98,22 @@ TEST(Probe, SwapAndMissingCompaction) {
   Capabilities c = probe(t.paths());
   EXPECT_TRUE(c.swapActive);
   EXPECT_FALSE(c.compactMemory);
+  const std::string text = describe(c);
+  EXPECT_NE(text.find("compact_memory: no (open " + t.fx.path("proc/sys/vm/compact_memory") + ": No such file"),
+            std::string::npos)
+      << text;
+}
+
+TEST(Probe, UnreadableMeminfoSaysWhySwapIsUnknown) {
+  Tree t;
+  t.fx.write("proc/meminfo", "MemTotal: lots\n");
+  Capabilities c = probe(t.paths());
+  EXPECT_FALSE(c.swapActive);
+  EXPECT_NE(describe(c).find("swap_active: no (/proc/meminfo: malformed MemTotal line"), std::string::npos)
+      << describe(c);
+  t.fx.remove("proc/meminfo");
+  c = probe(t.paths());
+  EXPECT_NE(c.swapProblem.find("meminfo: No such file"), std::string::npos) << c.swapProblem;
 }
 
 TEST(Probe, SymlinkedControlFilesAreRefused) {
