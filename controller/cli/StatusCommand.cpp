@@ -19,19 +19,42 @@ namespace reclaimd::controller {
 namespace {
 
 // The exit code and message for a failed connect: permission is not absence.
-int connectFailed(const std::string& socketPath, int err) {
-  if (err == EACCES || err == EPERM) {
+int connectFailed(const std::string& socketPath, const Error& error) {
+  if (error.errnoValue() == EACCES || error.errnoValue() == EPERM) {
     std::cerr << "permission denied on " << socketPath << ": only root may ask reclaimd for its status\n";
     return kExitNoPermission;
   }
-  std::cerr << "reclaimd is not running, or not reachable at " << socketPath << ": " << std::strerror(err) << "\n";
+  std::cerr << "reclaimd is not running, or not reachable: " << error.message() << "\n";
   return kExitUnavailable;
+}
+
+Result<UniqueFd> connectTo(const std::string& socketPath, const sockaddr_un& addr) {
+  UniqueFd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  if (!fd) return errnoError(errno, "socket for " + socketPath);
+  if (::connect(fd.get(), reinterpret_cast<const sockaddr*>(&addr), sizeof addr) != 0)
+    return errnoError(errno, "connect to " + socketPath);
+  // Answers come at once; a daemon that does not answer within the readiness probe's 5 s is
+  // reported, not waited on forever, so a socket that takes no timeout is not read at all.
+  timeval timeout{5, 0};
+  if (::setsockopt(fd.get(), SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof timeout) != 0)
+    return errnoError(errno, "set a read timeout on " + socketPath);
+  return fd;
+}
+
+Result<std::string> readAll(int fd, const std::string& socketPath) {
+  std::string text;
+  char buf[4096];
+  for (;;) {
+    const ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n == 0) return text;
+    if (n < 0) return errnoError(errno, "read the status from " + socketPath);
+    text.append(buf, static_cast<std::size_t>(n));
+  }
 }
 
 }  // namespace
 
 int commandStatus(const std::string& socketPath, bool json) {
-  UniqueFd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
   sockaddr_un addr{};
   if (socketPath.size() >= sizeof addr.sun_path) {
     std::cerr << "status socket path too long: " << socketPath << "\n";
@@ -39,27 +62,14 @@ int commandStatus(const std::string& socketPath, bool json) {
   }
   addr.sun_family = AF_UNIX;
   std::memcpy(addr.sun_path, socketPath.c_str(), socketPath.size() + 1);
-  if (!fd) return connectFailed(socketPath, errno);
-  if (::connect(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0)
-    return connectFailed(socketPath, errno);
-  // Answers come at once; a daemon that does not answer within the readiness probe's 5 s is
-  // reported, not waited on forever.
-  timeval timeout{5, 0};
-  ::setsockopt(fd.get(), SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof timeout);
-  std::string text;
-  char buf[4096];
-  for (;;) {
-    const ssize_t n = ::read(fd.get(), buf, sizeof buf);
-    if (n > 0) {
-      text.append(buf, static_cast<std::size_t>(n));
-      continue;
-    }
-    if (n < 0) {
-      std::cerr << "reading the status from " << socketPath << ": " << std::strerror(errno) << "\n";
-      return kExitFailure;
-    }
-    break;
+  auto fd = connectTo(socketPath, addr);
+  if (!fd) return connectFailed(socketPath, fd.error());
+  auto answer = readAll(fd->get(), socketPath);
+  if (!answer) {
+    std::cerr << answer.error().message() << "\n";
+    return kExitFailure;
   }
+  const std::string& text = *answer;
   if (text.empty()) {
     std::cerr << "reclaimd at " << socketPath << " closed without an answer (only root may ask)\n";
     return kExitNoPermission;
