@@ -20,9 +20,13 @@ namespace {
   // The caller may block signals: the child takes the defaults, so the CPU limit's SIGXCPU ends it.
   sigset_t none;
   sigemptyset(&none);
+  // Neither fails for a valid set and signal; were SIGXCPU still blocked, the CPU limit's hard
+  // SIGKILL (one second later) ends the child all the same, ignoring.
   (void)sigprocmask(SIG_SETMASK, &none, nullptr);
   (void)std::signal(SIGXCPU, SIG_DFL);
   limitParseResources();
+  // The result is the parent's to compute from the same bytes: the child only shows that the
+  // parse ends within the limits.
   (void)parsePolicyFiles(files);
   _exit(0);
 }

@@ -37,6 +37,8 @@ std::optional<std::size_t> number(std::string_view text) {
 }
 
 // All of fd 0, up to kMaxInputBytes; nullopt on a read error or more.
+// The input, or nullopt when it cannot be read whole: the child's only channel is its exit status
+// (kParseChildBadInput), which the parent turns into the message.
 std::optional<std::string> readInput() {
   std::string data;
   char buffer[65536];
@@ -58,6 +60,9 @@ void mark(char what) {
 
 }  // namespace
 
+// setrlimit fails only when a hard limit already lower stops it (EPERM without
+// CAP_SYS_RESOURCE), which bounds the child more, and the parent's wall-clock limit ends a child
+// whatever its limits: a failure is ignored.
 void limitParseResources() {
   const auto cpu = static_cast<rlim_t>(kParseCpuLimit.count());
   const rlimit cpuLimit{cpu, cpu + 1};

@@ -94,7 +94,9 @@ Result<void> Endpoints::finish() {
   struct stat st {};
   // Only our own socket: never one that replaced it since.
   if (statusListen_ && ::lstat(options_.statusSocket.c_str(), &st) == 0 && st.st_ino == statusInode_) {
-    ::unlink(options_.statusSocket.c_str());
+    // A socket left behind answers nobody, and the next start takes its path (checkStatusSocket):
+    // a failed unlink is ignored.
+    (void)::unlink(options_.statusSocket.c_str());
   }
   if (!metricsWritten_ || options_.metricsFile.empty()) return {};
   auto ok = writeFileAtomically(options_.metricsFile, markStopped(lastMetrics_));
@@ -116,9 +118,11 @@ Result<void> Endpoints::open(const EndpointOptions& options) {
     if (!addr) return addr.error();
     // The directory is made if missing (without systemd's RuntimeDirectory=).
     const std::size_t slash = path.rfind('/');
-    if (slash != std::string::npos && slash > 0) ::mkdir(path.substr(0, slash).c_str(), 0755);
+    // EEXIST is the usual answer; any other failure shows in bind's error, so it is ignored here.
+    if (slash != std::string::npos && slash > 0) (void)::mkdir(path.substr(0, slash).c_str(), 0755);
     if (auto free = checkStatusSocket(path); !free) return free;
-    ::unlink(path.c_str());  // a stale socket (checked just above)
+    // A stale socket (checked just above); one that cannot be removed fails bind with EADDRINUSE.
+    (void)::unlink(path.c_str());
     statusListen_.reset(::socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
     if (!statusListen_) return errnoError(errno, "socket");
     // Root only: the socket is made with mode 0600 (umask during bind), and peers are checked.
@@ -127,6 +131,7 @@ Result<void> Endpoints::open(const EndpointOptions& options) {
     ::umask(old);
     if (bound != 0 || ::listen(statusListen_.get(), 8) != 0) return errnoError(errno, "bind " + path);
     struct stat st {};
+    // Without the inode, finish() leaves the socket (the next start takes its path): ignoring.
     if (::lstat(path.c_str(), &st) == 0) statusInode_ = st.st_ino;
   }
   if (!options.metricsListen.empty()) {
@@ -135,7 +140,8 @@ Result<void> Endpoints::open(const EndpointOptions& options) {
     httpListen_.reset(::socket(address->addr.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
     if (!httpListen_) return errnoError(errno, "socket");
     const int one = 1;
-    ::setsockopt(httpListen_.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    // Without it a restart's bind may wait out TIME_WAIT, and bind says so: ignoring its failure.
+    (void)::setsockopt(httpListen_.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
     if (::bind(httpListen_.get(), reinterpret_cast<sockaddr*>(&address->addr), address->length) != 0 ||
         ::listen(httpListen_.get(), 16) != 0) {
       return errnoError(errno, "listen on " + options.metricsListen);
@@ -185,6 +191,8 @@ const std::string& Endpoints::rendered(const Render& render, std::optional<std::
 void Endpoints::accept(int listenFd, bool http, TimePoint now) {
   for (int taken = 0; taken < kMaxAcceptsPerWakeup; ++taken) {
     UniqueFd fd(::accept4(listenFd, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC));
+    // EAGAIN: no one else waits. Any other error (a client that gave up, EMFILE) is the client's
+    // loss, not the daemon's: the batch ends and the next wakeup accepts again, ignoring it.
     if (!fd) return;
     if (!admit(fd.get(), http, now)) continue;
     Connection c;

@@ -100,7 +100,9 @@ Result<void> writeFileAtomically(const std::string& path, const std::string& tex
   if (!name) return Error{name.error().code, name.error().context + " in " + dirPath};
   if (::renameat(dir.get(), name->c_str(), dir.get(), base.c_str()) != 0) {
     const int err = errno;
-    ::unlinkat(dir.get(), name->c_str(), 0);
+    // The rename's error is the one to report; a temporary that cannot be removed either is
+    // left, under a name no reader takes for the metrics file: ignoring.
+    (void)::unlinkat(dir.get(), name->c_str(), 0);
     return errnoError(err, "rename to " + path);
   }
   return {};
