@@ -243,8 +243,10 @@ nlohmann::json describeJson(const Capabilities& caps) {
            {"libcgroup_memory_mount", text(caps.libcgroupMemory)}};
   const std::pair<const char*, const std::string*> problems[] = {{"cgroup2_root_problem", &caps.cgroupProblem},
                                                                  {"memory_reclaim_problem", &caps.reclaimProblem},
+                                                                 {"swap_active_problem", &caps.swapProblem},
                                                                  {"psi_problem", &caps.psiProblem},
                                                                  {"psi_triggers_problem", &caps.psiTriggerProblem},
+                                                                 {"compact_memory_problem", &caps.compactProblem},
                                                                  {"drop_caches_problem", &caps.dropCachesProblem}};
   for (const auto& [key, problem] : problems) {
     if (!problem->empty()) out[key] = *problem;

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <nlohmann/json.hpp>
 
 #include "controller/Probe.h"
 #include "controller/engine/ModeChoice.h"
@@ -114,6 +115,7 @@ TEST(Probe, UnreadableMeminfoSaysWhySwapIsUnknown) {
   t.fx.remove("proc/meminfo");
   c = probe(t.paths());
   EXPECT_NE(c.swapProblem.find("meminfo: No such file"), std::string::npos) << c.swapProblem;
+  EXPECT_EQ(describeJson(c).value("swap_active_problem", ""), c.swapProblem) << "--json says it too";
 }
 
 TEST(Probe, SymlinkedControlFilesAreRefused) {
