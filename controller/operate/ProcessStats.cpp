@@ -67,7 +67,7 @@ Result<std::uint64_t> parseMaxOpenFiles(std::string_view text) {
     if (w.empty()) break;
     if (w[0] == "unlimited") return std::numeric_limits<std::uint64_t>::max();
     if (auto v = parseU64(w[0])) return *v;
-    break;
+    return parseError("/proc/self/limits: malformed line \"" + std::string(line) + "\"");
   }
   return parseError("/proc/self/limits: no \"Max open files\" soft limit");
 }
@@ -80,6 +80,7 @@ Result<std::uint64_t> parseBootTime(std::string_view text) {
     pos = end + 1;
     if (line.rfind("btime ", 0) != 0) continue;
     if (auto v = parseU64(line.substr(6))) return *v;
+    return parseError("/proc/stat: malformed line \"" + std::string(line) + "\"");
   }
   return parseError("/proc/stat: no btime line");
 }

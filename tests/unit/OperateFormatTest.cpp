@@ -190,6 +190,14 @@ TEST(ProcessStats, Parsers) {
             UINT64_MAX);
   EXPECT_EQ(*parseBootTime("cpu  1 2 3 4\nbtime 1764500000\nprocesses 5\n"), 1764500000u);
   EXPECT_FALSE(parseBootTime("cpu  1 2 3 4\n").ok());
+  // A line that is there but malformed is named, not reported as missing.
+  auto badBoot = parseBootTime("btime soon\n");
+  ASSERT_FALSE(badBoot.ok());
+  EXPECT_EQ(badBoot.error().message(), "/proc/stat: malformed line \"btime soon\"");
+  auto badLimit = parseMaxOpenFiles("Max open files            lots                 524288               files\n");
+  ASSERT_FALSE(badLimit.ok());
+  EXPECT_NE(badLimit.error().message().find("malformed line \"Max open files"), std::string::npos)
+      << badLimit.error().message();
 }
 
 TEST(Cli, ArgumentOrder) {
