@@ -82,7 +82,9 @@ void Engine::planTrims(const proc::Meminfo& mem, TimePoint now, std::uint64_t us
     const std::uint64_t keep = t.floor();
     if (reclaimable <= keep) continue;
     const std::uint64_t bytes = std::min(t.trim.law.size(reclaimable - keep, trimLaw(t)), room);
-    if (bytes < policies::kMinRequestBytes) continue;
+    // Also what the step's first chunk could ask: a kernel that overshoots leaves the last
+    // megabytes above the floor unasked, and a probe that asks nothing is not a probe.
+    if (std::min(bytes, aimAbove(reclaimable - keep, overshoot_)) < policies::kMinRequestBytes) continue;
     room -= bytes;
     out.push_back(PlannedShare{t.id, bytes, reclaimable, true, keep});
   }

@@ -18,6 +18,10 @@ const char* toString(StepEnd end) {
   return "?";
 }
 
+std::uint64_t aimAbove(std::uint64_t above, double overshoot) {
+  return overshoot > 0 ? static_cast<std::uint64_t>(static_cast<double>(above) / overshoot) : above / 2;
+}
+
 StepRun::StepRun(const StepLimits& limits, std::optional<std::uint64_t> measured)
     : limits_(limits), overshoot_(limits.overshoot) {
   if (!measured) {
@@ -50,8 +54,8 @@ std::optional<std::uint64_t> StepRun::next(const std::function<bool()>& shouldSt
   }
   // Freed per byte asked, as last seen: 1.0 on kernels that reclaim what they are asked.
   const std::uint64_t above = out_.after > limits_.floor ? out_.after - limits_.floor : 0;
-  const auto aim = overshoot_ > 0 ? static_cast<std::uint64_t>(static_cast<double>(above) / overshoot_) : above / 2;
-  const std::uint64_t ask = std::min({limits_.chunk, limits_.stepBytes - out_.requestedBytes, aim});
+  const std::uint64_t ask =
+      std::min({limits_.chunk, limits_.stepBytes - out_.requestedBytes, aimAbove(above, overshoot_)});
   if (ask < policies::kMinRequestBytes) {
     end(StepEnd::Floor);
     return std::nullopt;

@@ -59,6 +59,11 @@ struct StepOutcome {
   std::int64_t freed() const { return saturatingDifference(before, after); }
 };
 
+// What a chunk may ask with `above` bytes over the floor on a kernel that frees `overshoot`
+// per byte asked (0: not known yet, half the distance then). A plan that would ask less than
+// policies::kMinRequestBytes is not worth a step: a step ends it at the floor unasked.
+std::uint64_t aimAbove(std::uint64_t above, double overshoot);
+
 // Called after each chunk with its request, its result and what it freed.
 using ChunkReport = std::function<void(std::uint64_t asked, const cgroup::ReclaimWrite&, std::int64_t freed)>;
 

@@ -67,6 +67,23 @@ TEST_F(EngineTrimTest, ABusyMachineIsTrimmedAfterItsGraceDownToTheFloorInMinutes
   EXPECT_LE(sim_.compactions, (600 - 128) / 64 + 1);
 }
 
+// Near the floor, on a kernel that frees twice what it is asked (6.1 overshoots), the last
+// megabytes above the floor are not worth a request: no probe is planned that the step would
+// cut to nothing, so nothing is counted or said every interval.
+TEST_F(EngineTrimTest, NoProbeIsSentThatTheFloorLeavesNothingToAsk) {
+  sim_.addCgroup("work", 600 * kMiB);
+  sim_.setOvershoot(2.0);
+  sim_.setMachineBusy(0.04);
+  start();
+  ASSERT_TRUE(runUntil([&] { return sim_.subtreeFile("") < 131 * kMiB; }, 10min));
+  run(2min);
+  sim_.cgroup("work").file = sim_.cgroup("work").file + 3 * kMiB / 2;  // floor + 1.5 MiB or so
+  const auto probes = trims().size();
+  run(5min);
+  for (const Event& e : trims()) EXPECT_GT(mib(*e.field("requested_mib")), 0) << "a probe that asked nothing";
+  EXPECT_LE(trims().size(), probes + 1) << "at most the one probe that takes the regrown cache";
+}
+
 TEST_F(EngineTrimTest, ProbesKeepTheirIntervalBetweenSamples) {
   sim_.addCgroup("work", 600 * kMiB);
   sim_.setMachineBusy(0.04);
