@@ -37,9 +37,9 @@ const std::array kKeys = {
         "sample faster while busy (every `threshold_percent × grace`, 0.2-1 s) and wake at the predicted end of the "
         "grace period; `false` gives fixed ticks as WSL does"},
     Key{"idle.units", PolicyRef<bool>([](Policy& p) -> bool& { return p.idle.units; }), {},
-        "gradual mode, where no rule governs: a systemd unit or scope (`*.service`, `*.scope`) that used at most "
-        "`threshold_percent` of one CPU over a grace period is reclaimed to `reclaim.cgroup_floor` while the machine "
-        "stays busy"},
+        "gradual mode, where no rule governs: a cgroup (a systemd unit or slice, a container, any cgroup) that used at "
+        "most `threshold_percent` of one CPU over a grace period is reclaimed to `reclaim.cgroup_floor` while the "
+        "machine stays busy"},
     Key{"reclaim.floor", PolicyRef<std::uint64_t>([](Policy& p) -> std::uint64_t& { return p.reclaim.floor; }),
         {0, kMaxSize}, "reclaimable memory the machine keeps in RAM: the root target's floor"},
     Key{"reclaim.cgroup_floor",

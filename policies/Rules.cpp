@@ -76,15 +76,6 @@ std::string describeRule(const Policy& p, int index) {
 
 }  // namespace
 
-bool isUnitCgroup(std::string_view path) {
-  const std::size_t slash = path.rfind('/');
-  const std::string_view name = slash == std::string_view::npos ? path : path.substr(slash + 1);
-  auto endsWith = [&](std::string_view tail) {
-    return name.size() > tail.size() && name.substr(name.size() - tail.size()) == tail;
-  };
-  return endsWith(".service") || endsWith(".scope");
-}
-
 std::string explain(const Policy& policy, std::string_view path) {
   const std::string shown = path.empty() ? "/ (the root)" : std::string(path);
   std::string out = shown + ":\n";
@@ -110,11 +101,11 @@ std::string explain(const Policy& policy, std::string_view path) {
          std::to_string(g.steps.stepDivisor) + "), idle source " + toString(g.idleSource) + ", grace " +
          formatDuration(g.idle.grace) + ", threshold " + fmt::format("{:g}%", g.idle.thresholdPercent) +
          ", trimmed while busy: " + (g.mode == Mode::Gradual && g.trim.enabled ? "yes" : "no") + "\n";
-  if (found.empty() && inherited < 0 && g.mode == Mode::Gradual && policy.idle.units && isUnitCgroup(path)) {
-    out += "  a systemd unit (idle.units): while the machine is busy, once its own CPU has stayed at or under " +
+  if (found.empty() && inherited < 0 && g.mode == Mode::Gradual && policy.idle.units && !path.empty()) {
+    out += "  judged by its own CPU (idle.units): while the machine is busy, once its own CPU has stayed at or under " +
            fmt::format("{:g}%", g.idle.thresholdPercent) + " of one CPU for " + formatDuration(g.idle.grace) +
            " it is reclaimed to " + formatBytes(g.floor) +
-           " (reclaim.cgroup_floor), unless a unit above it is quiet too and taken whole\n";
+           " (reclaim.cgroup_floor), unless a cgroup above it is quiet too and taken whole\n";
   }
   // Two floors apply below the root, and the reader of a rule's floor should not have to guess
   // which one stops reclaim first.

@@ -33,10 +33,6 @@ int inheritedRule(const std::vector<Rule>& rules, std::string_view path, std::st
 // Indices of every rule matching `path`, the governing one first.
 std::vector<int> matchingRules(const std::vector<Rule>& rules, std::string_view path);
 
-// A systemd unit's or scope's cgroup (`*.service`, `*.scope`): judged by its own CPU where the
-// machine-wide settings govern it (idle.units, controller/engine/EngineUnits.cpp).
-bool isUnitCgroup(std::string_view path);
-
 // Human text for `check-config --explain PATH`: the matching rules in precedence order, why
 // the first wins, and the settings that result.
 std::string explain(const Policy& policy, std::string_view path);

@@ -51,12 +51,16 @@ int nearestKnown(std::string_view path, const std::unordered_map<std::string_vie
 BusyCgroups::BusyCgroups(nanoseconds window, std::string ownCgroup)
     : window_(window), ownCgroup_(std::move(ownCgroup)) {}
 
+nanoseconds BusyCgroups::scanEvery() const {
+  return std::clamp<nanoseconds>(window_ / 4, kBusyScanMin, kBusyScanEvery);
+}
+
 nanoseconds BusyCgroups::lookback() const {
-  return std::max<nanoseconds>(window_, 2 * kBusyScanEvery);
+  return std::max<nanoseconds>(window_, 2 * scanEvery());
 }
 
 bool BusyCgroups::due(TimePoint now) const {
-  return !lastTry_ || now - *lastTry_ >= kBusyScanEvery;
+  return !lastTry_ || now - *lastTry_ >= scanEvery();
 }
 
 void BusyCgroups::add(TimePoint at, nanoseconds machineTotal, nanoseconds ownCpu, CgroupCpuScan scan) {

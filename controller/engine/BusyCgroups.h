@@ -31,10 +31,12 @@
 
 namespace reclaimd::controller {
 
-// Scans are taken at most this often (and only while the machine is not idle): a walk and a
-// cpu.stat read per cgroup cost ~15 us a cgroup (a few ms for a desktop's 200), noise every 30 s,
-// and the idle window they are compared over is 2 minutes by default, so 4 scan periods span it.
+// Scans are taken four times a window (and only while the machine is not idle), so a cgroup that
+// went quiet is found within a quarter of a grace after it: every 30 s at the default 2 minutes,
+// at most every kBusyScanEvery, at least every kBusyScanMin (a walk and a cpu.stat read per cgroup
+// cost ~15 us a cgroup, a few ms for a desktop's 200).
 inline constexpr std::chrono::seconds kBusyScanEvery{30};
+inline constexpr std::chrono::seconds kBusyScanMin{1};
 // How many cgroups status, the metrics and the held event name: the top three.
 inline constexpr std::size_t kBusyTop = 3;
 
@@ -76,6 +78,8 @@ class BusyCgroups {
   // True when a scan should be taken at `now`: none was tried yet, or the last try (a scan
   // added, or failed()) is kBusyScanEvery old.
   bool due(TimePoint now) const;
+  // How often scans are taken: a quarter of the window, within kBusyScanMin..kBusyScanEvery.
+  std::chrono::nanoseconds scanEvery() const;
 
   // A scan could not be taken at `now` (the cgroup root unreadable, no tree in use): the next
   // try waits kBusyScanEvery like any other, rather than coming every tick.

@@ -109,7 +109,7 @@ struct Status {
   std::uint64_t trimmedBytes = 0;
   std::uint64_t trimProbes = 0;
   std::uint64_t trimHolds = 0;
-  // Quiet systemd units reclaimed while the machine was busy (idle.units; part of
+  // Quiet cgroups reclaimed while the machine was busy (idle.units; part of
   // reclaimedBytes and steps): how many were taken, and what their steps freed.
   std::uint64_t unitsTaken = 0;
   std::uint64_t unitReclaimedBytes = 0;

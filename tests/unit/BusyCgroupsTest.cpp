@@ -181,9 +181,13 @@ TEST(BusyCgroups, NeedsTwoRecentScans) {
   EXPECT_EQ(text(busy.top(3, kStart + 30s)), "x 1.00");
   EXPECT_EQ(text(busy.top(3, kStart + 150s)), "x 1.00");
   EXPECT_TRUE(busy.top(3, kStart + 151s).empty()) << "no scan for a whole window: the machine was idle";
-  // A grace shorter than two scan periods still compares with the previous scan.
+  // Scans follow the window: four in a grace (a 10 s grace is scanned every 2.5 s).
   busy.setWindow(10s);
-  EXPECT_EQ(text(busy.top(3, kStart + 30s)), "x 1.00");
+  EXPECT_FALSE(busy.due(kStart + 32s));
+  EXPECT_TRUE(busy.due(kStart + 32500ms));
+  busy.setWindow(1s);
+  EXPECT_FALSE(busy.due(kStart + 30s + 999ms)) << "never more often than every second";
+  EXPECT_TRUE(busy.due(kStart + 31s));
   busy.clear();
   EXPECT_TRUE(busy.top(3, kStart + 30s).empty());
   EXPECT_TRUE(busy.due(kStart + 31s));

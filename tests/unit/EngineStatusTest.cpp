@@ -16,6 +16,8 @@ using namespace std::chrono_literals;
 
 class EngineStatusTest : public EngineHarness {
  protected:
+  // The busy machine's work runs in `work`, where its cache is.
+  EngineStatusTest() { sim_.chargeMachineTo("work"); }
   // The status as `reclaimd status` gets it, at Unix time 1000 with engine times shown as the
   // seconds since the test's start.
   controller::Status status() {

@@ -13,6 +13,8 @@ using namespace std::chrono_literals;
 
 class EngineTrimTest : public EngineHarness {
  protected:
+  // The never-idle work runs in `work`, where its cache is: it is not quiet by its own CPU.
+  EngineTrimTest() { sim_.chargeMachineTo("work"); }
   // The lowest cache `path`'s subtree is left with by any write, checked before each write.
   void watchLowest(const std::string& path) {
     sim_.beforeWrite = [this, path](const std::string& p, std::uint64_t) {

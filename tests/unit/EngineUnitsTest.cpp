@@ -1,5 +1,6 @@
-// Units (idle.units): without rules, a systemd unit or scope whose own CPU stayed quiet for
-// a grace period is reclaimed to its floor while another unit keeps the machine busy.
+// Units (idle.units): without rules, a cgroup (a systemd unit or scope, a slice, a plain cgroup)
+// whose own CPU stayed quiet for a grace period is reclaimed to its floor while another keeps
+// the machine busy.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -34,6 +35,7 @@ class EngineUnitsTest : public EngineHarness {
   }
   // File cache of `path`'s subtree, MiB.
   double fileMiB(const std::string& path) const { return static_cast<double>(sim_.subtreeFile(path)) / kMiB; }
+  void workBesideABusySibling(const std::string& path);
   std::size_t writesTo(const std::string& path) const {
     return static_cast<std::size_t>(
         std::count_if(sim_.writes().begin(), sim_.writes().end(), [&](const Write& w) { return w.path == path; }));
@@ -71,6 +73,30 @@ TEST_F(EngineUnitsTest, AFinishedBuildsScopeIsReclaimedToItsFloorWhileAnEditorKe
   EXPECT_EQ(count("unit_quiet"), 1u) << "at its floor it is left alone: no step each scan";
   EXPECT_EQ(writesTo("user.slice/editor.service"), 0u);
 }
+
+// A machine without systemd (WSL): the work ran in one plain cgroup (or a slice), the
+// background process that keeps the machine busy runs in a sibling. The work's cgroup is taken
+// by itself, within a quarter of a grace's scans after its grace, and the sibling's hot set is
+// never asked for.
+void EngineUnitsTest::workBesideABusySibling(const std::string& path) {
+  sim_.addCgroup("bg", 160 * kMiB);
+  sim_.cgroup("bg").cpuShare = 0.02;
+  sim_.cgroup("bg").hot = 160 * kMiB;
+  sim_.setMachineBusy(0.02);
+  sim_.addCgroup(path, 600 * kMiB);
+  start("idle:\n  grace: 20s\n" + std::string(kNoTrim));
+  ASSERT_TRUE(runUntil([&] { return writesTo(path) > 0; }, 2min)) << "taken as a target of its own";
+  EXPECT_LE(elapsed(), 20s + 2 * 5s) << "scans every quarter of the grace";
+  run(30s);
+  EXPECT_NEAR(fileMiB(path), 16, 1);
+  EXPECT_EQ(writesTo("bg"), 0u);
+  EXPECT_EQ(writesTo(""), 0u);
+  EXPECT_EQ(sim_.subtreeFile("bg"), 160 * kMiB);
+}
+
+TEST_F(EngineUnitsTest, APlainCgroupIsJudgedByItsOwnCpuToo) { workBesideABusySibling("work"); }
+
+TEST_F(EngineUnitsTest, ASliceIsJudgedByItsOwnCpuToo) { workBesideABusySibling("build.slice"); }
 
 TEST_F(EngineUnitsTest, TheMachineFloorStillBinds) {
   editor(32 * kMiB);
@@ -125,8 +151,7 @@ TEST_F(EngineUnitsTest, InsideABusyUnitItsQuietUnitsAreTaken) {
   EXPECT_GT(writesTo("user.slice/user@1000.service/app.slice/build.scope"), 0u);
 }
 
-TEST_F(EngineUnitsTest, SlicesAndSmallUnitsAreLeftToTheTargetAround) {
-  sim_.addCgroup("work.slice", 500 * kMiB);  // a slice: what its units left behind
+TEST_F(EngineUnitsTest, SmallUnitsAreLeftToTheTargetAround) {
   sim_.addCgroup("system.slice", 0);
   sim_.addCgroup("system.slice/cron.service", 40 * kMiB);  // under floor + 32 MiB
   sim_.addCgroup("system.slice/busy.service", 0);

@@ -70,7 +70,8 @@ void SimMachine::advance() {
   total_ += d * cpus_;
   machineStallUsec_ += static_cast<std::uint64_t>(machineStallShare_ * seconds * 1e6);
   for (auto& [path, c] : cgroups_) {
-    c.usage += nanoseconds(static_cast<std::int64_t>(static_cast<double>(d.count()) * c.cpuShare));
+    const double share = c.cpuShare + (!chargeTo_.empty() && path == chargeTo_ ? machineBusy_ : 0);
+    c.usage += nanoseconds(static_cast<std::int64_t>(static_cast<double>(d.count()) * share));
     c.stallUsec += static_cast<std::uint64_t>(c.stallShare * seconds * 1e6);
     if (c.file < c.hot) {
       c.refaults += (c.hot - c.file) / 4096;

@@ -64,6 +64,9 @@ class SimMachine final : public controller::Sensors, public controller::Actuator
   // File cache of `path`'s whole subtree.
   std::uint64_t subtreeFile(const std::string& path) const;
   void setMachineBusy(double cpus) { machineBusy_ = cpus; }
+  // The machine's busy CPU is the work of `path` (and of no cgroup when empty): a cgroup that
+  // does the machine's work is not quiet by its own CPU.
+  void chargeMachineTo(std::string path) { chargeTo_ = std::move(path); }
   void setMachineStall(double share) { machineStallShare_ = share; }
   // Freed per byte asked (6.1 frees 15-25 % more than asked).
   void setOvershoot(double factor) { overshoot_ = factor; }
@@ -133,6 +136,7 @@ class SimMachine final : public controller::Sensors, public controller::Actuator
   std::map<std::string, SimCgroup> cgroups_;
   std::uint64_t nextInode_ = 100;
   double machineBusy_ = 0, machineStallShare_ = 0, overshoot_ = 1.0;
+  std::string chargeTo_;
   std::chrono::nanoseconds busy_{0}, total_{0};
   std::uint64_t machineStallUsec_ = 0;
   std::chrono::nanoseconds writeTime_{std::chrono::milliseconds(20)};
