@@ -2,7 +2,7 @@
 """The documentation as a new user meets it (the reference tables are checked against the binary
 by the unit tests, ReferenceDocsTest):
 
-- README.md's first screen says what reclaimd does, shows one picture (an existing plot) and the
+- README.md's first screen says what reclaimd does, shows a picture (an existing plot) and the
   two set-up commands, build-and-run and the whole test suite, and nothing else is a set-up
   command there; its user's guide (install, configure, operate, troubleshoot) comes before the
   reference, and the benchmark figures live in docs/benchmarks.md;
@@ -38,9 +38,10 @@ def check_readme(c):
     lines = text.splitlines()
     first = "\n".join(lines[:FIRST_SCREEN])
     images = re.findall(r"!\[[^\]]*\]\(([^)]+)\)", text)
-    c.equal(len(images), 1, "README.md shows one picture")
-    c.ok(images and images[0] in first and os.path.isfile(os.path.join(REPO, images[0])),
-         f"on its first screen, an existing plot ({images[0] if images else None})")
+    # One on the first screen; further down, the never-idle section's plot per kernel.
+    c.ok(images and images[0] in first, f"README.md's first screen shows a picture ({images[:1]})")
+    for image in images:
+        c.ok(os.path.isfile(os.path.join(REPO, image)), f"README.md's picture {image} exists")
     for cmd in SETUP:
         c.ok(re.search(rf"^    {re.escape(cmd)}$", first, re.M), f"the first screen gives `{cmd}`")
     # A set-up command: an indented code line that runs a script of the repository or installs.
