@@ -27,6 +27,9 @@ namespace reclaimd::controller {
 struct TrimState {
   std::optional<TimePoint> busySince;  // its window (or warm-up so far) over the threshold since
   bool working = false;                // its current interval is over the threshold too
+  // Its current interval is far over it (kHeavyWork): the work is using its cache; the busy
+  // share, for status.
+  std::optional<double> heavy;
   bool baselined = false;              // refaults read once before the first probe: a rate to judge by
   TimePoint next{};                    // the next probe
   TrimLaw law;                         // the probes' size, and holds after recurring refaults

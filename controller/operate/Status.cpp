@@ -47,7 +47,7 @@ std::string scopeLine(const ScopeStatus& p) {
                      p.events, p.backoffs, p.stepScale);
 }
 
-// What trimming does with a busy target: probing or held (until when), the next probe, the cold
+// What trimming does with a busy target: probing, paused by heavy work, or held (until when), the next probe, the cold
 // estimate, and why.
 std::string trimLine(const TargetStatus& t) {
   if (t.trim.empty()) return "";

@@ -86,6 +86,26 @@ TEST_F(EngineTrimTest, NoProbeIsSentThatTheFloorLeavesNothingToAsk) {
   EXPECT_LE(trims().size(), probes + 1) << "at most the one probe that takes the regrown cache";
 }
 
+// Heavy work (a build: here 20 % of two CPUs) is using its cache: no probe while it runs, however
+// long. When it ends and the light load that never ends is left, probing goes on at once (the
+// machine has been busy for longer than a grace).
+TEST_F(EngineTrimTest, HeavyWorkIsNotProbedTheLightLoadAfterItIs) {
+  sim_.addCgroup("work", 2000 * kMiB);
+  sim_.setMachineBusy(0.4);
+  start();
+  run(10min);
+  EXPECT_TRUE(sim_.writes().empty()) << "the work's own cache, read as it goes";
+  controller::Status st;
+  engine_->fill(st, clock_.now(), 0, [](TimePoint) { return std::string(); });
+  ASSERT_EQ(st.targets.size(), 1u);
+  EXPECT_EQ(st.targets[0].trim, "paused");
+  EXPECT_NE(st.targets[0].trimWhy.find("work at 20.0% of the CPUs is using its cache"), std::string::npos)
+      << st.targets[0].trimWhy;
+  sim_.setMachineBusy(0.04);
+  ASSERT_TRUE(runUntil([&] { return !sim_.writes().empty(); }, 30s)) << "light load: probes";
+  EXPECT_NEAR(static_cast<double>(sim_.writes()[0].bytes) / kMiB, (2000 - 128) / 100.0, 0.1) << "1 % first";
+}
+
 TEST_F(EngineTrimTest, ProbesKeepTheirIntervalBetweenSamples) {
   sim_.addCgroup("work", 600 * kMiB);
   sim_.setMachineBusy(0.04);
