@@ -75,8 +75,8 @@ void Engine::judgeTrim(TargetState& t, TimePoint now) {
 }
 
 bool Engine::trimDue(const TargetState& t, TimePoint now) const {
-  return t.gov.trim.enabled && t.gov.mode == policies::Mode::Gradual && !t.gone && !t.idle && t.trim.working && !t.trim.heavy &&
-         t.trim.busySince && now - *t.trim.busySince >= t.gov.idle.grace && now >= t.trim.next &&
+  return t.gov.trim.enabled && t.gov.mode == policies::Mode::Gradual && !t.gone && !t.idle && t.trim.working &&
+         !t.trim.heavy && t.trim.busySince && now - *t.trim.busySince >= t.gov.idle.grace && now >= t.trim.next &&
          !t.trim.law.held(now);
 }
 
