@@ -78,7 +78,7 @@ _reclaimd() {
 		case $command in
 		'') _reclaimd_words "$common $run_flags --version" ;;
 		run) _reclaimd_words "$common $run_flags" ;;
-		probe) _reclaimd_words '--config --proc-root --cgroup-root --help' ;;
+		probe) _reclaimd_words '--config --proc-root --cgroup-root --sys-root --json --help' ;;
 		status) _reclaimd_words '--socket --json --help' ;;
 		check-config)
 			if [[ -n $file ]]; then
