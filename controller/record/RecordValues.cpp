@@ -1,16 +1,11 @@
 // The values a recording holds: inputs, commands, and the readings with several fields.
 #include "controller/record/RecordFormat.h"
 
+#include "base/Overload.h"
+
 namespace reclaimd::controller {
 
 namespace {
-
-template <class... F>
-struct Overload : F... {
-  using F::operator()...;
-};
-template <class... F>
-Overload(F...) -> Overload<F...>;
 
 constexpr std::uint64_t kMaxStatus = static_cast<std::uint64_t>(cgroup::ReclaimStatus::Failed);
 constexpr std::uint64_t kMaxWatch = static_cast<std::uint64_t>(PressureFeed::Off);

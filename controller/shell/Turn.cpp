@@ -1,15 +1,10 @@
 #include "controller/shell/Turn.h"
 
+#include "base/Overload.h"
+
 namespace reclaimd::controller {
 
 namespace {
-
-template <class... F>
-struct Overload : F... {
-  using F::operator()...;
-};
-template <class... F>
-Overload(F...) -> Overload<F...>;
 
 Finished timed(const Clock& clock, const std::function<Result<void>()>& action) {
   const TimePoint start = clock.now();
