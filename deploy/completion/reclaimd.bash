@@ -43,6 +43,7 @@ _reclaimd() {
 	--proc-root | --cgroup-root) _filedir -d; return ;;
 	--status-socket | --socket | --metrics-file) _filedir; return ;;
 	--log-level) _reclaimd_words 'trace debug info warn error off'; return ;;
+	--record-limit) return ;; # a size: nothing to offer
 	--metrics-listen)
 		_reclaimd_words '127.0.0.1: [::1]: localhost:'
 		__ltrim_colon_completions "$cur"
@@ -51,11 +52,13 @@ _reclaimd() {
 		;;
 	esac
 
-	# The subcommand, if one was typed already; for check-config, its FILE and --explain.
+	# The subcommand, if one was typed already; its FILE (check-config, record, replay) and
+	# check-config's --explain.
 	local i command='' cgroup_root='' file='' explain=''
 	for ((i = 1; i < cword; i++)); do
 		case ${words[i]} in
-		-c | --config | --proc-root | --log-level | --status-socket | --socket | --metrics-file | --metrics-listen)
+		-c | --config | --proc-root | --log-level | --status-socket | --socket | --metrics-file | --metrics-listen | \
+			--record-limit)
 			((i++)) ;;
 		--cgroup-root) cgroup_root=${words[i + 1]}; ((i++)) ;;
 		--explain) explain=1 ;;
@@ -63,9 +66,9 @@ _reclaimd() {
 		*)
 			if [[ -z $command ]]; then
 				case ${words[i]} in
-				run | probe | check-config | status) command=${words[i]} ;;
+				run | record | replay | probe | check-config | status) command=${words[i]} ;;
 				esac
-			elif [[ $command == check-config && -z $file ]]; then
+			elif [[ $command == @(check-config|record|replay) && -z $file ]]; then
 				file=${words[i]}
 			fi
 			;;
@@ -78,6 +81,8 @@ _reclaimd() {
 		case $command in
 		'') _reclaimd_words "$common $run_flags --version" ;;
 		run) _reclaimd_words "$common $run_flags" ;;
+		record) _reclaimd_words "$common $run_flags --record-limit" ;;
+		replay) _reclaimd_words '--help' ;;
 		probe) _reclaimd_words '--config --proc-root --cgroup-root --sys-root --json --help' ;;
 		status) _reclaimd_words '--socket --json --help' ;;
 		check-config)
@@ -91,7 +96,8 @@ _reclaimd() {
 		return
 	fi
 	case $command in
-	'') _reclaimd_words 'run probe check-config status' ;;
+	'') _reclaimd_words 'run record replay probe check-config status' ;;
+	record | replay) [[ -n $file ]] || _filedir ;;
 	check-config)
 		if [[ -z $file ]]; then
 			_filedir '@(yaml|yml)'

@@ -56,7 +56,8 @@ zpty -d z
 
 
 def fixture(tmp):
-    """A cgroup2 tree at tmp/unified, named by a hybrid host's mountinfo; a policy file."""
+    """A cgroup2 tree at tmp/unified, named by a hybrid host's mountinfo; a policy file and a
+    recording."""
     cg = os.path.join(tmp, "unified")
     for d in ("system.slice/cron.service", "system.slice/ssh.service", "user.slice", "build.slice"):
         os.makedirs(os.path.join(cg, d))
@@ -69,22 +70,29 @@ def fixture(tmp):
                 f"40 30 0:37 / {cg} rw,relatime - cgroup2 cgroup2 rw\n")
     work = os.path.join(tmp, "work")
     os.makedirs(work)
-    open(os.path.join(work, "policy.yaml"), "w").close()
+    for name in ("policy.yaml", "run.rec"):
+        open(os.path.join(work, name), "w").close()
     return mountinfo, work
 
 
 def check_bash(c, mountinfo, work):
     lines = ["reclaimd ", "reclaimd --log-level ", "reclaimd run --metr", "reclaimd status --",
+             "reclaimd record ", "reclaimd record --record-limit 64M ", "reclaimd replay ", "reclaimd replay run.rec ",
              "reclaimd check-config ", "reclaimd check-config policy.yaml --explain ",
              "reclaimd check-config policy.yaml --explain sys", "reclaimd check-config policy.yaml --explain system.slice/c"]
     r = run(["bash", "-c", BASH_DRIVER, "driver", BASH, mountinfo, work], input="\n".join(lines) + "\n")
     got = dict(line.split("=>", 1) for line in r.stdout.splitlines() if "=>" in line)
     c.ok(len(got) == len(lines), "bash completes every line", r.stdout + r.stderr)
     expect = {
-        "reclaimd ": ["check-config", "probe", "run", "status"],
+        "reclaimd ": ["check-config", "probe", "record", "replay", "run", "status"],
         "reclaimd --log-level ": ["debug", "error", "info", "off", "trace", "warn"],
         "reclaimd run --metr": ["--metrics-file", "--metrics-listen"],
         "reclaimd status --": ["--help", "--json", "--socket"],
+        # a recording is any file; --record-limit's size is skipped over
+        "reclaimd record ": ["policy.yaml", "run.rec"],
+        "reclaimd record --record-limit 64M ": ["policy.yaml", "run.rec"],
+        "reclaimd replay ": ["policy.yaml", "run.rec"],
+        "reclaimd replay run.rec ": [],
         "reclaimd check-config ": ["policy.yaml"],
         "reclaimd check-config policy.yaml --explain ": ["build.slice/", "system.slice/", "user.slice/"],
         "reclaimd check-config policy.yaml --explain sys": ["system.slice/"],
@@ -103,8 +111,10 @@ def check_zsh(c, mountinfo, work):
     if not c.ok(shutil.which("zsh"), "zsh is installed (tests/packages.txt)"):
         return
     expect = {
-        "reclaimd ": ["check-config", "probe", "run", "status"],
+        "reclaimd ": ["check-config", "probe", "record", "replay", "run", "status"],
         "reclaimd --log-level=": ["debug", "error", "info", "off", "trace", "warn"],
+        "reclaimd record ": ["policy.yaml", "run.rec"],
+        "reclaimd replay ": ["policy.yaml", "run.rec"],
         "reclaimd run --metr": ["--metrics-file", "--metrics-listen"],
         "reclaimd status --": ["--help", "--json", "--socket"],
         "reclaimd check-config ": ["policy.yaml"],
@@ -129,7 +139,7 @@ def help_options(binary, sub):
 
 def check_options(c, binary, mountinfo, work):
     """Each subcommand's completions offer exactly the options its --help lists."""
-    lines = {sub: f"reclaimd {sub} --" for sub in ("run", "probe", "status")}
+    lines = {sub: f"reclaimd {sub} --" for sub in ("run", "record", "replay", "probe", "status")}
     lines["check-config"] = "reclaimd check-config policy.yaml --"
     r = run(["bash", "-c", BASH_DRIVER, "driver", BASH, mountinfo, work], input="\n".join(lines.values()) + "\n")
     got = dict(line.split("=>", 1) for line in r.stdout.splitlines() if "=>" in line)
