@@ -1,4 +1,4 @@
-// Runs the real reclaimd on a fixture tree (proc/ and cg/ under a Fixture, as FakeMachine
+// Runs the real reclaimd on a fixture tree (proc/ and cg/ under a Fixture, as SimFiles
 // writes them) and reads its log: the shared base of the end-to-end tests.
 #pragma once
 

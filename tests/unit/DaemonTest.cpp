@@ -1,5 +1,5 @@
-// End to end on fixture trees: the real binary, a simulated /proc/stat that a thread keeps
-// advancing, regular files standing in for memory.reclaim, drop_caches and compact_memory.
+// End to end on fixture trees: the real binary over the simulated machine written as files
+// (SimFiles.h), regular files standing in for memory.reclaim, drop_caches and compact_memory.
 // What a fixture cannot show (EINVAL from 6.1, EAGAIN, real cache falling) the VM tests show.
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -12,7 +12,7 @@
 #include <thread>
 
 #include "tests/unit/DaemonHarness.h"
-#include "tests/unit/FakeMachine.h"
+#include "tests/unit/SimFiles.h"
 #include "tests/unit/Fixture.h"
 #include "tests/unit/Process.h"
 
@@ -37,7 +37,7 @@ class DaemonTest : public DaemonHarness {
 };
 
 TEST_F(DaemonTest, GradualReclaimsInChunksAfterGraceAndCompacts) {
-  FakeMachine machine(fx_);
+  SimFiles machine(fx_);
   auto d = start();
   ASSERT_TRUE(waitLog("event=reclaim_step")) << log();
   // 550 MiB reclaimable, 128 MiB floor, 256 MiB step on a 2 GiB machine: four 64 MiB chunks.
@@ -54,7 +54,7 @@ TEST_F(DaemonTest, GradualReclaimsInChunksAfterGraceAndCompacts) {
 }
 
 TEST_F(DaemonTest, DryRunWritesNothing) {
-  FakeMachine machine(fx_);
+  SimFiles machine(fx_);
   auto d = start({"--dry-run"});
   ASSERT_TRUE(waitLog("event=reclaim_step cgroup=/ rule=machine kind=idle dry_run=true")) << log();
   ASSERT_TRUE(waitLog("event=compact dry_run=true")) << log();
@@ -66,7 +66,7 @@ TEST_F(DaemonTest, DryRunWritesNothing) {
 }
 
 TEST_F(DaemonTest, SighupKeepsTheOldPolicyWhenTheNewOneIsInvalid) {
-  FakeMachine machine(fx_);
+  SimFiles machine(fx_);
   auto d = start();
   ASSERT_TRUE(waitLog("event=start"));
   fx_.write("policy.yaml", "mode: sometimes\n");
@@ -81,7 +81,7 @@ TEST_F(DaemonTest, SighupKeepsTheOldPolicyWhenTheNewOneIsInvalid) {
 // 20,001 YAML aliases of one rule, sent by SIGHUP: expanded, they would exhaust memory
 // (std::bad_alloc, rc 134); the reload must refuse them and the daemon go on.
 TEST_F(DaemonTest, SighupWithTwentyThousandAliasesOfOneRuleIsRejectedNotAnAbort) {
-  FakeMachine machine(fx_);
+  SimFiles machine(fx_);
   auto d = start();
   ASSERT_TRUE(waitLog("event=start"));
   std::string text = std::string(kFastPolicy) + "rules:\n  - &r {match: a}\n";
@@ -96,7 +96,7 @@ TEST_F(DaemonTest, SighupWithTwentyThousandAliasesOfOneRuleIsRejectedNotAnAbort)
 // SIGUSR1, SIGUSR2 and SIGALRM at their default would kill it without a stop event, leaving the
 // socket behind.
 TEST_F(DaemonTest, SignalsItDoesNotUseAreLoggedAndIgnored) {
-  FakeMachine machine(fx_);
+  SimFiles machine(fx_);
   auto d = start();
   ASSERT_TRUE(waitLog("event=start"));
   for (int sig : {SIGUSR1, SIGUSR2, SIGALRM}) {
@@ -113,10 +113,12 @@ TEST_F(DaemonTest, SignalsItDoesNotUseAreLoggedAndIgnored) {
 // With the soft fd limit left at 1,024 and four fds a target, about 1,000 targets (a busy
 // Kubernetes node) would run out of fds: reclaim disabled, tens of thousands of warnings.
 TEST_F(DaemonTest, ATwelveHundredTargetTreeUnderASoftLimitOf1024IsWalkedAndReadWhole) {
-  FakeMachine machine(fx_);
+  SimFiles machine(fx_);
   constexpr int kPods = 1200;
-  for (int i = 0; i < kPods; ++i)
-    machine.addStillCgroup("pods/p" + std::to_string(i), 64);
+  machine.change([&](SimMachine& m) {
+    for (int i = 0; i < kPods; ++i)
+      m.addCgroup("pods/p" + std::to_string(i), 64 * kMiB);
+  });
   rlimit saved{};
   ASSERT_EQ(::getrlimit(RLIMIT_NOFILE, &saved), 0);
   ASSERT_GT(saved.rlim_max, 4 * static_cast<rlim_t>(kPods))
@@ -138,7 +140,7 @@ TEST_F(DaemonTest, ATwelveHundredTargetTreeUnderASoftLimitOf1024IsWalkedAndReadW
 
 TEST_F(DaemonTest, InvalidConfigAtStartIsAConfigError) {
   fx_.write("policy.yaml", "idle:\n  grace: never\n");
-  FakeMachine machine(fx_);
+  SimFiles machine(fx_);
   auto d = start();
   EXPECT_EQ(d->wait(5s), 78);
   EXPECT_TRUE(logHas("policy.yaml:2:10: idle.grace")) << log();
@@ -149,7 +151,7 @@ TEST_F(DaemonTest, InvalidConfigAtStartIsAConfigError) {
 constexpr const char* kRunawayYaml = ",a-\n  b\n";
 
 TEST_F(DaemonTest, SighupWithYamlThatMakesTheReaderLoopKeepsTheDaemonAnswering) {
-  FakeMachine machine(fx_);
+  SimFiles machine(fx_);
   auto d = start();
   ASSERT_TRUE(waitLog("event=start"));
   fx_.write("policy.yaml", kRunawayYaml);
@@ -161,7 +163,7 @@ TEST_F(DaemonTest, SighupWithYamlThatMakesTheReaderLoopKeepsTheDaemonAnswering) 
 }
 
 TEST_F(DaemonTest, StopDuringAReloadsPolicyCheckEndsTheCheck) {
-  FakeMachine machine(fx_);
+  SimFiles machine(fx_);
   auto d = start();
   ASSERT_TRUE(waitLog("event=start"));
   fx_.write("policy.yaml", kRunawayYaml);
@@ -193,7 +195,7 @@ bool parseCheckRuns(pid_t parent) {
 }
 
 TEST_F(DaemonTest, StatusIsAnsweredWhileAReloadsPolicyIsRead) {
-  FakeMachine machine(fx_);
+  SimFiles machine(fx_);
   auto d = start();
   ASSERT_TRUE(waitLog("event=start"));
   // The reader loops on this text until its 2 s of CPU run out: the check runs that long.
@@ -211,7 +213,7 @@ TEST_F(DaemonTest, StatusIsAnsweredWhileAReloadsPolicyIsRead) {
 
 TEST_F(DaemonTest, YamlThatMakesTheReaderLoopAtStartIsAConfigError) {
   fx_.write("policy.yaml", kRunawayYaml);
-  FakeMachine machine(fx_);
+  SimFiles machine(fx_);
   auto d = start();
   EXPECT_EQ(d->wait(10s), 78) << log();
   EXPECT_TRUE(logHas("event=config_invalid")) << log();
@@ -219,7 +221,7 @@ TEST_F(DaemonTest, YamlThatMakesTheReaderLoopAtStartIsAConfigError) {
 }
 
 TEST_F(DaemonTest, NothingPossibleExitsUnavailable) {
-  FakeMachine machine(fx_);
+  SimFiles machine(fx_);
   fx_.remove("cg/memory.reclaim");
   fx_.remove("proc/sys/vm/drop_caches");
   auto d = start();
@@ -228,7 +230,7 @@ TEST_F(DaemonTest, NothingPossibleExitsUnavailable) {
 }
 
 TEST_F(DaemonTest, MissingProcStatIsASetupFailure) {
-  // No FakeMachine: the proc tree is empty (the cgroup root exists: a missing one is an
+  // No SimFiles: the proc tree is empty (the cgroup root exists: a missing one is an
   // earlier, different error, exit 66).
   fx_.write("cg/cgroup.controllers", "memory\n");
   auto d = start();
@@ -287,7 +289,7 @@ TEST(Cli, VersionHelpAndUsage) {
 
 TEST(Cli, ProbePrintsCapabilitiesAndMode) {
   Fixture fx;
-  FakeMachine machine(fx);
+  SimFiles machine(fx);
   auto [code, out] =
       runCommand({RECLAIMD_BINARY, "--proc-root", fx.path("proc"), "--cgroup-root", fx.path("cg"), "probe"});
   EXPECT_EQ(code, 0) << out;

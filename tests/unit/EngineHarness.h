@@ -15,8 +15,6 @@
 
 namespace reclaimd::testing {
 
-inline constexpr std::uint64_t kMiB = 1024 * 1024;
-
 class EngineHarness : public ::testing::Test {
  protected:
   void start(const std::string& policyYaml = "", bool dryRun = false);

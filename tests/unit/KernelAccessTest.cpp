@@ -5,7 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "controller/KernelAccess.h"
-#include "tests/unit/FakeMachine.h"
+#include "tests/unit/SimFiles.h"
 #include "tests/unit/Fixture.h"
 #include "tests/unit/Process.h"
 
@@ -95,7 +95,7 @@ TEST(KernelAccess, BadFilesAreSaidNotFatal) {
 
 TEST(KernelAccess, ProbeCommandPrintsItAsTextAndJson) {
   Fixture fx;
-  testing::FakeMachine machine(fx);
+  testing::SimFiles machine(fx);
   newest(fx);
   const std::vector<std::string> base = {RECLAIMD_BINARY, "probe", "--proc-root", fx.path("proc"),
                                          "--cgroup-root", fx.path("cg"), "--sys-root", fx.path("sys")};

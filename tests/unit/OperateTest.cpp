@@ -17,7 +17,7 @@
 #include "controller/operate/Endpoints.h"
 #include "controller/operate/Status.h"
 #include "tests/unit/DaemonHarness.h"
-#include "tests/unit/FakeMachine.h"
+#include "tests/unit/SimFiles.h"
 #include "tests/unit/Fixture.h"
 #include "tests/unit/Process.h"
 
@@ -83,7 +83,7 @@ class OperateTest : public DaemonHarness {
 };
 
 TEST_F(OperateTest, StatusOverTheSocket) {
-  FakeMachine m(fx_);
+  SimFiles m(fx_);
   auto d = start();
   ASSERT_TRUE(waitLog("event=reclaim_step")) << log();
   struct stat st {};
@@ -106,7 +106,7 @@ TEST_F(OperateTest, StatusOverTheSocket) {
 // A file that is not a socket is never unlinked; a socket nobody answers (a crash left it) is
 // replaced.
 TEST_F(OperateTest, SocketPathOwnership) {
-  FakeMachine m(fx_);
+  SimFiles m(fx_);
   fx_.write("run/status.sock", "an administrator's file");
   auto refused = start();
   EXPECT_EQ(refused->wait(5s), 73) << log();
@@ -132,7 +132,7 @@ TEST_F(OperateTest, SocketPathOwnership) {
 // A second daemon on the same socket refuses to start (its own exit code) and leaves the first
 // one reachable.
 TEST_F(OperateTest, SecondDaemonOnTheSocketRefuses) {
-  FakeMachine m(fx_);
+  SimFiles m(fx_);
   auto first = start();
   ASSERT_TRUE(waitLog("event=start")) << log();
   auto [code, out] = runCommand({RECLAIMD_BINARY, "--proc-root", fx_.path("proc"), "--cgroup-root", fx_.path("cg"),
@@ -147,7 +147,7 @@ TEST_F(OperateTest, SecondDaemonOnTheSocketRefuses) {
 
 // EACCES on the socket is "permission denied" (77), not "not running" (69).
 TEST_F(OperateTest, StatusPermissionDenied) {
-  FakeMachine m(fx_);
+  SimFiles m(fx_);
   ::chmod(fx_.root().c_str(), 0755);  // nobody may reach the socket's directory, not the socket
   auto d = start();
   ASSERT_TRUE(waitLog("event=start")) << log();
@@ -163,7 +163,7 @@ TEST_F(OperateTest, StatusPermissionDenied) {
 // A mistyped --cgroup-root is an error at start: never a fall back to dropcache that writes
 // drop_caches.
 TEST_F(OperateTest, MistypedCgroupRootIsAnError) {
-  FakeMachine m(fx_);
+  SimFiles m(fx_);
   fx_.write("proc/sys/vm/drop_caches", "");
   for (const std::string& root : {fx_.path("cgroup-typo"), fx_.path("policy.yaml"), fx_.path("proc")}) {
     auto [code, out] = runCommand({RECLAIMD_BINARY, "--proc-root", fx_.path("proc"), "--cgroup-root", root, "--config",
@@ -226,7 +226,7 @@ std::string httpGet(int port, const std::string& path) {
 }
 
 TEST_F(OperateTest, MetricsFileAndHttp) {
-  FakeMachine m(fx_);
+  SimFiles m(fx_);
   const int port = 20000 + (::getpid() % 20000);
   // A user who may write the textfile directory plants the name the temporary once had.
   fx_.write("secret", "root's own");
@@ -294,7 +294,7 @@ class NotifySocket {
 };
 
 TEST_F(OperateTest, NotifiesSystemd) {
-  FakeMachine m(fx_);
+  SimFiles m(fx_);
   NotifySocket systemd(fx_.path("notify.sock"));
   ASSERT_TRUE(systemd.bound());
   // A 1 s watchdog (the shortest honoured): pings must come at least every 500 ms, whatever the
@@ -315,7 +315,7 @@ TEST_F(OperateTest, NotifiesSystemd) {
 // Each ping wakes PID 1: with a 4 s watchdog the daemon pings about once a second (half the
 // ping interval), not on each of its 100 ms samples.
 TEST_F(OperateTest, WatchdogPingsAreNotPerTick) {
-  FakeMachine m(fx_);
+  SimFiles m(fx_);
   NotifySocket systemd(fx_.path("notify.sock"));
   ASSERT_TRUE(systemd.bound());
   auto d = start({"--log-level", "trace"}, {systemd.env(), "WATCHDOG_USEC=4000000"});
@@ -335,7 +335,7 @@ TEST_F(OperateTest, WatchdogPingsAreNotPerTick) {
 // WATCHDOG_USEC=1 taken as given would wake the loop (and ping PID 1) every millisecond: it is
 // raised to the 1 s minimum with one log line.
 TEST_F(OperateTest, TinyWatchdogIsClamped) {
-  FakeMachine m(fx_);
+  SimFiles m(fx_);
   NotifySocket systemd(fx_.path("notify.sock"));
   ASSERT_TRUE(systemd.bound());
   auto d = start({}, {systemd.env(), "WATCHDOG_USEC=1"});
@@ -351,7 +351,7 @@ TEST_F(OperateTest, TinyWatchdogIsClamped) {
 
 // A WATCHDOG_USEC that is not a number is said once, and the daemon runs without pinging.
 TEST_F(OperateTest, MalformedWatchdogIsSaid) {
-  FakeMachine m(fx_);
+  SimFiles m(fx_);
   NotifySocket systemd(fx_.path("notify.sock"));
   ASSERT_TRUE(systemd.bound());
   auto d = start({}, {systemd.env(), "WATCHDOG_USEC=30s"});

@@ -1,7 +1,8 @@
 // A simulated machine for the engine's scenario tests: the engine's ports (Sensors, Actuator)
 // over a model of a cgroup tree with file cache, CPU use, refaults and pressure, driven by a
 // manual clock. A scenario runs minutes of the daemon's behaviour in milliseconds, through the
-// same command loop the daemon runs (controller/shell/Turn.h).
+// same command loop the daemon runs (controller/shell/Turn.h). The end-to-end tests run the
+// binary over the same model written as files (SimFiles.h).
 #pragma once
 
 #include <chrono>
@@ -22,6 +23,8 @@ namespace reclaimd::testing {
 using controller::Capabilities;
 using controller::CgroupRef;
 using controller::ScopeId;
+
+inline constexpr std::uint64_t kMiB = 1024 * 1024;
 
 class ManualClock final : public Clock {
  public:
@@ -60,6 +63,7 @@ class SimMachine final : public controller::Sensors, public controller::Actuator
   void addCgroup(const std::string& path, std::uint64_t fileBytes);
   void removeCgroup(const std::string& path);
   SimCgroup& cgroup(const std::string& path) { return cgroups_.at(path); }
+  const std::map<std::string, SimCgroup>& cgroups() const { return cgroups_; }
   bool has(const std::string& path) const { return cgroups_.count(path) > 0; }
   // File cache of `path`'s whole subtree.
   std::uint64_t subtreeFile(const std::string& path) const;

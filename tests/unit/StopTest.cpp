@@ -8,7 +8,7 @@
 
 #include "controller/operate/Endpoints.h"
 #include "tests/unit/DaemonHarness.h"
-#include "tests/unit/FakeMachine.h"
+#include "tests/unit/SimFiles.h"
 #include "tests/unit/Fixture.h"
 
 namespace reclaimd::testing {
@@ -19,7 +19,7 @@ using namespace std::chrono_literals;
 class StopTest : public DaemonHarness {};
 
 TEST_F(StopTest, AFailedLastMetricsWriteIsLoggedAndTheDaemonExitsCleanly) {
-  FakeMachine m(fx_);
+  SimFiles m(fx_);
   fx_.mkdir("textfile");
   auto d = startWith("mode: gradual\n", {"--metrics-file", fx_.path("textfile/reclaimd.prom")});
   ASSERT_TRUE(eventually([&] { return fx_.read("textfile/reclaimd.prom").find("\nreclaimd_up 1\n") != std::string::npos; },
