@@ -46,6 +46,17 @@ ReclaimStatus classifyReclaimErrno(int err) {
   }
 }
 
+ReclaimStatus classifyReclaim(const Result<void>& result) {
+  if (result) return ReclaimStatus::Done;
+  if (result.error().code.category() != std::generic_category()) return ReclaimStatus::Failed;
+  return classifyReclaimErrno(result.error().code.value());
+}
+
+ReclaimWrite reclaimWritten(int err, std::chrono::nanoseconds took, const std::string& file) {
+  if (err == 0) return ReclaimWrite{{}, took};
+  return ReclaimWrite{errnoError(err, "write " + file), took};
+}
+
 const char* toString(ReclaimStatus status) {
   switch (status) {
     case ReclaimStatus::Done: return "done";
@@ -71,7 +82,7 @@ ReclaimWrite ReclaimFile::write(std::uint64_t bytes, ReclaimFormat format) {
   ssize_t n = ::pwrite(fd_.get(), request.data(), request.size(), 0);
   int err = n < 0 ? errno : 0;
   if (n >= 0 && static_cast<std::size_t>(n) != request.size()) err = EIO;
-  return ReclaimWrite{classifyReclaimErrno(err), err, SteadyClock::now() - start};
+  return reclaimWritten(err, SteadyClock::now() - start, label_ + "/" + kMemoryReclaim);
 }
 
 }  // namespace reclaimd::cgroup

@@ -43,17 +43,21 @@ bool cgroupGone(const Error& error);
 bool controllerMissing(const Error& error);
 const char* toString(ReclaimStatus status);
 
-struct ReclaimWrite {
-  ReclaimWrite() = default;
-  ReclaimWrite(ReclaimStatus s, int e, std::chrono::nanoseconds t, std::string what = {})
-      : status(s), err(e), took(t), error(std::move(what)) {}
+// What the kernel answered to one request: the same table of meanings for an errno from the
+// write and for an error opening the file (a refusal, which has no errno, is Failed).
+ReclaimStatus classifyReclaim(const Result<void>& result);
 
-  ReclaimStatus status = ReclaimStatus::Done;
-  int err = 0;
+struct ReclaimWrite {
+  // The write's outcome; an error carries its errno and the file written ("write
+  // app.slice/memory.reclaim: Device or resource busy").
+  Result<void> result;
   std::chrono::nanoseconds took{0};
-  // What failed when the file could not be opened, in words ("refused app.slice/memory.reclaim:
-  // a symlink"): a refusal has no errno of its own. Empty otherwise.
-  std::string error;
+
+  ReclaimStatus status() const { return classifyReclaim(result); }
 };
+
+// The answer to a write that returned `err` (0: done) after `took`; `file` names what was
+// written, for the error's message.
+ReclaimWrite reclaimWritten(int err, std::chrono::nanoseconds took, const std::string& file);
 
 }  // namespace reclaimd::cgroup

@@ -47,11 +47,14 @@ bool goneErrno(int err) {
 
 // The walk could not see below node `index` (EMFILE, ENFILE, EACCES, ENOMEM, maxNodes): its
 // subtree is unknown, which is not the same as gone. Decompose never writes at or above it.
-void markIncomplete(Tree& tree, int index, int err) {
+// `what` names the call that failed with `err` ("open"); err 0 is maxNodes, which has no error.
+void markIncomplete(Tree& tree, int index, int err, const char* what) {
   TreeNode& node = tree.nodes[static_cast<std::size_t>(index)];
   if (!node.incomplete) ++tree.incomplete;
   node.incomplete = true;
-  if (tree.incompleteErrno == 0) tree.incompleteErrno = err;
+  if (err == 0 || tree.incompleteError) return;
+  const std::string path = tree.path(index);
+  tree.incompleteError = errnoError(err, std::string(what) + " " + (path.empty() ? "the cgroup root" : path));
 }
 
 // What one walk carries down: its limits, and the path of the directory being listed (one
@@ -70,11 +73,11 @@ int addNode(Walk& w, int parentIndex, const Entry& e) {
   Tree& tree = w.tree;
   if (tree.nodes.size() >= w.maxNodes) {
     tree.truncated = true;
-    markIncomplete(tree, parentIndex, 0);
+    markIncomplete(tree, parentIndex, 0, "");
     return -1;
   }
   if (w.path.size() + 1 + e.name.size() > kMaxWalkPath) {
-    markIncomplete(tree, parentIndex, ENAMETOOLONG);
+    markIncomplete(tree, parentIndex, ENAMETOOLONG, "list the children of");
     return -1;
   }
   TreeNode node;
@@ -134,7 +137,7 @@ void addChild(Walk& w, int fd, int index, const Entry& e) {
       ++tree.symlinks;
     } else {
       // A cgroup we cannot see into.
-      if (const int unseen = addNode(w, index, e); unseen >= 0) markIncomplete(tree, unseen, err);
+      if (const int unseen = addNode(w, index, e); unseen >= 0) markIncomplete(tree, unseen, err, "stat");
     }
     return;
   }
@@ -160,7 +163,7 @@ void addChild(Walk& w, int fd, int index, const Entry& e) {
     } else if (goneErrno(err)) {
       ++tree.vanished;
     } else {
-      markIncomplete(tree, childIndex, err);
+      markIncomplete(tree, childIndex, err, "open");
     }
     return;
   }
@@ -185,7 +188,7 @@ void walkChildren(Walk& w, int fd, int index) {
     if (goneErrno(err)) {
       ++w.tree.vanished;  // the directory went away after we opened it: its children with it
     } else {
-      markIncomplete(w.tree, index, err);
+      markIncomplete(w.tree, index, err, "list");
     }
     return;
   }

@@ -5,9 +5,12 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "base/Result.h"
 
 namespace reclaimd::cgroup {
 
@@ -32,7 +35,8 @@ struct Tree {
   std::size_t symlinks = 0;     // entries that are symlinks (never followed)
   bool truncated = false;       // stopped at maxNodes (the node it stopped in is incomplete)
   std::size_t incomplete = 0;   // nodes marked incomplete
-  int incompleteErrno = 0;      // the first errno that cut the walk (0: only maxNodes did)
+  // The first error that cut the walk, naming the cgroup (none: only maxNodes did).
+  std::optional<Error> incompleteError;
 
   // The path of node `index` relative to the root ("" for the root, "system.slice/cron.service").
   std::string path(int index) const;

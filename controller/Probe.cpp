@@ -68,14 +68,13 @@ void probeCgroup(const Paths& paths, Capabilities& caps) {
     return;
   }
   auto plain = file->probe(cgroup::ReclaimFormat::Plain);
-  if (plain.status != cgroup::ReclaimStatus::Done) {
-    caps.reclaimProblem =
-        errnoError(plain.err, caps.cgroupRoot + "/" + cgroup::kMemoryReclaim + ": a zero-byte request failed").message();
+  if (!plain.result) {
+    caps.reclaimProblem = "a zero-byte request failed: " + plain.result.error().message();
     return;
   }
   caps.reclaimWritable = true;
   auto keyed = file->probe(cgroup::ReclaimFormat::SwappinessZero);
-  switch (keyed.status) {
+  switch (keyed.status()) {
     case cgroup::ReclaimStatus::Done: caps.swappinessKey = KeySupport::Supported; break;
     case cgroup::ReclaimStatus::Unsupported: caps.swappinessKey = KeySupport::Unsupported; break;
     case cgroup::ReclaimStatus::Partial:

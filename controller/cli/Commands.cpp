@@ -1,7 +1,6 @@
 #include "controller/cli/Commands.h"
 
 #include <cerrno>
-#include <cstring>
 #include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -230,7 +229,7 @@ int commandCheckConfig(const std::string& file, const std::vector<std::string>& 
 int commandReplay(const std::string& file) {
   std::ifstream in(file);
   if (!in) {
-    std::cerr << "replay: cannot open " << file << ": " << std::strerror(errno) << "\n";
+    std::cerr << "replay: " << errnoError(errno, "cannot open " + file).message() << "\n";
     return kExitNoInput;
   }
   return replayRecording(in, std::cout, std::cerr);

@@ -150,8 +150,8 @@ void Engine::chunkWritten(std::uint32_t id, std::uint64_t asked, const cgroup::R
       .mib("asked_mib", asked)
       .mibSigned("freed_mib", freed)
       .ms("took_ms", w.took)
-      .add("status", toString(w.status))
-      .add("errno", w.err);
+      .add("status", toString(w.status()))
+      .add("errno", w.result ? 0 : w.result.error().errnoValue());
 }
 
 bool Engine::stepEnded(const PlannedShare& share, const StepOutcome& step, bool pressed, TimePoint now, Sensors& in) {
@@ -161,7 +161,7 @@ bool Engine::stepEnded(const PlannedShare& share, const StepOutcome& step, bool 
   overshoot_ = step.overshoot;
   settleStep(*t, step, pressed, now);
   watchRefaults(*t, now, in);
-  Event& e = emit(step.status == cgroup::ReclaimStatus::Failed ? Severity::Error : Severity::Info, "reclaim_step");
+  Event& e = emit(step.status() == cgroup::ReclaimStatus::Failed ? Severity::Error : Severity::Info, "reclaim_step");
   // A trim probe comes every trim.interval: debug, summarized at info (trim_summary).
   if (share.trim && e.severity() == Severity::Info) e.setSeverity(Severity::Debug);
   e.add("cgroup", t->label())
@@ -174,8 +174,8 @@ bool Engine::stepEnded(const PlannedShare& share, const StepOutcome& step, bool 
       .ms("took_ms", step.took)
       .add("end", toString(step.end));
   if (pressed) e.add("stopped_by", "pressure");
-  e.add("status", toString(step.status)).add("errno", step.err);
-  if (!step.error.empty()) e.add("error", step.error);
+  e.add("status", toString(step.status())).add("errno", step.result ? 0 : step.result.error().errnoValue());
+  if (!step.result) e.add("error", step.result.error().message());
   e.mib("reclaimable_before_mib", step.before)
       .mib("reclaimable_after_mib", step.after)
       .mib("floor_mib", share.trim ? share.floor : t->floor());
@@ -189,7 +189,7 @@ bool Engine::stepEnded(const PlannedShare& share, const StepOutcome& step, bool 
     ++t->trim.probes;
     ++trimProbes_;
   }
-  switch (step.status) {
+  switch (step.status()) {
     case cgroup::ReclaimStatus::Done:
     case cgroup::ReclaimStatus::Interrupted:
     case cgroup::ReclaimStatus::Partial: break;
@@ -204,7 +204,7 @@ bool Engine::stepEnded(const PlannedShare& share, const StepOutcome& step, bool 
 void Engine::settleStep(TargetState& t, const StepOutcome& step, bool pressed, TimePoint now) {
   ++t.steps;
   ++steps_;
-  if (step.status == cgroup::ReclaimStatus::Partial) {
+  if (step.status() == cgroup::ReclaimStatus::Partial) {
     ++t.partialSteps;
     ++partial_;
   }

@@ -94,14 +94,17 @@ void Engine::pressureEvent(ScopeId id, bool gone, TimePoint now, Sensors& in) {
   // the kernel sends no other event in this window. The machine's total includes reclaimd's own
   // stall: an event that our own writes account for is not pressure.
   auto total = in.pressureTotal(id);
-  if (!total) return;
   const bool machine = id == kMachineScope;
-  const bool crossed = scope->add(now, *total, machine ? static_cast<std::uint64_t>(ownStall_.count()) : 0);
+  // An unreadable total leaves the kernel's word alone: the event is judged as a first one.
+  if (!total) sampleError(total.error(), now);
+  const bool crossed =
+      total && scope->add(now, *total, machine ? static_cast<std::uint64_t>(ownStall_.count()) : 0);
+  const bool measured = total && scope->measured();
   // Without a reading a window old the meter cannot tell (the trigger is the first word of this
   // stall): the kernel's event stands unless reclaimd's own stall in the window could explain it.
   ownMeter_.add(now, static_cast<std::uint64_t>(ownStall_.count()));
   const bool ownExplains = ownMeter_.stallOver(scope->spec().window) >= scope->spec().stall;
-  if (machine && !crossed && (scope->measured() || ownExplains)) {
+  if (machine && !crossed && (measured || ownExplains)) {
     emit(Severity::Debug, "pressure_ignored")
         .add("scope", "machine")
         .add("reason", "our own reclaim stall")
@@ -129,9 +132,14 @@ void Engine::reportPressure(Scope& scope, TimePoint now, const char* source) {
 void Engine::samplePressure(Scope& scope, ScopeId id, TimePoint now, Sensors& in) {
   if (scope.feed() == PressureFeed::Off || scope.feed() == PressureFeed::Pending) return;
   auto total = in.pressureTotal(id);
-  if (!total) return;
   const std::uint64_t own = id == kMachineScope ? static_cast<std::uint64_t>(ownStall_.count()) : 0;
-  if (scope.add(now, *total, own)) reportPressure(scope, now, "total");
+  if (!total) {
+    // This sample of the total is skipped, ignoring it: the calm period still runs out by the
+    // clock, or a backoff would hold every step for as long as the file stays unreadable.
+    sampleError(total.error(), now);
+  } else if (scope.add(now, *total, own)) {
+    reportPressure(scope, now, "total");
+  }
   if (scope.backoff().resume(now)) {
     emit(Severity::Info, "resume")
         .add("scope", scope.label())
@@ -151,11 +159,16 @@ bool Engine::pressureStops(std::uint32_t id, TimePoint now, Sensors& in) {
 // Starts the refault watch after a step: a jump means the step cut into the working set.
 void Engine::watchRefaults(TargetState& t, TimePoint now, Sensors& in) {
   if (!t.gov.pressure.enabled) return;
+  // An unreadable counter leaves this step unwatched, ignoring it: the next step starts a watch.
   if (t.isRoot()) {
-    if (auto r = in.machineRefaults()) t.refaults.stepEnded(now, *r);
+    auto r = in.machineRefaults();
+    if (!r) return sampleError(r.error(), now);
+    t.refaults.stepEnded(now, *r);
     return;
   }
-  if (auto m = in.memory(t.ref())) t.refaults.stepEnded(now, m->refaults);
+  auto m = in.memory(t.ref());
+  if (!m) return readFailed(t, m.error());
+  t.refaults.stepEnded(now, m->refaults);
 }
 
 void Engine::checkRefaults(TargetState& t, TimePoint now) {

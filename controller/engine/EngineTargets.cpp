@@ -1,7 +1,6 @@
 // The engine's targets: the walk and what survives it, each target's own CPU, judging them
 // idle, and measuring their cache.
 #include <algorithm>
-#include <cstring>
 #include <string_view>
 #include <unordered_map>
 
@@ -79,8 +78,7 @@ bool Engine::walk(TimePoint now, Sensors& in) {
       // written until a walk sees them whole.
       emit(Severity::Warn, "walk_incomplete")
           .add("cut_nodes", tree->incomplete)
-          .add("errno", tree->incompleteErrno)
-          .add("error", tree->incompleteErrno ? std::strerror(tree->incompleteErrno) : "too many cgroups");
+          .add("error", tree->incompleteError ? tree->incompleteError->message() : "too many cgroups");
     }
   }
   carryUnits(next);
@@ -218,7 +216,12 @@ void Engine::measureTargets(TimePoint now, Sensors& in, const proc::Meminfo& mem
   });
   machineRefaults_.reset();
   if (rootMeasured) {
-    if (auto r = in.machineRefaults()) machineRefaults_ = *r;
+    // Unreadable, the root's refault check is skipped this turn, ignoring the error: its watch
+    // and rate wait for the next reading.
+    if (auto r = in.machineRefaults())
+      machineRefaults_ = *r;
+    else
+      sampleError(r.error(), now);
   }
   for (TargetState& t : targets_) {
     t.measured.reset();

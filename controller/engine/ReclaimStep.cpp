@@ -68,16 +68,14 @@ std::int64_t StepRun::written(const cgroup::ReclaimWrite& w, std::optional<std::
   ++out_.chunks;
   out_.requestedBytes += asking_;
   out_.took += w.took;
-  out_.status = w.status;
-  out_.err = w.err;
-  out_.error = w.error;
+  out_.result = w.result;
   const std::uint64_t was = out_.after;
   if (measured) out_.after = *measured;
   const std::int64_t freed = saturatingDifference(was, out_.after);
   // Only a full chunk says how this kernel overshoots; EAGAIN means it ran out instead.
-  if (w.status == cgroup::ReclaimStatus::Done && freed > 0)
+  if (w.result && freed > 0)
     overshoot_ = std::clamp(static_cast<double>(freed) / static_cast<double>(asking_), 1.0, 2.0);
-  if (w.status != cgroup::ReclaimStatus::Done)
+  if (!w.result)
     end(StepEnd::Kernel);
   else if (!measured)
     end(StepEnd::Unmeasured);

@@ -49,14 +49,13 @@ struct StepOutcome {
   std::uint64_t before = 0;          // reclaimable bytes before the first chunk
   std::uint64_t after = 0;           // ... after the last one
   int chunks = 0;
-  cgroup::ReclaimStatus status = cgroup::ReclaimStatus::Done;  // of the last chunk
-  int err = 0;                                                 // of the last chunk
-  std::string error;                                           // of the last chunk (ReclaimWrite)
-  std::chrono::nanoseconds took{0};                            // time spent in writes
+  Result<void> result;  // of the last chunk (ReclaimWrite)
+  std::chrono::nanoseconds took{0};  // time spent in writes
   StepEnd end = StepEnd::Asked;
   double overshoot = 0;  // as learned by the end of this step (0: still unknown)
 
   std::int64_t freed() const { return saturatingDifference(before, after); }
+  cgroup::ReclaimStatus status() const { return cgroup::classifyReclaim(result); }
 };
 
 // What a chunk may ask with `above` bytes over the floor on a kernel that frees `overshoot`

@@ -7,7 +7,6 @@ namespace reclaimd::controller {
 
 namespace {
 
-constexpr std::uint64_t kMaxStatus = static_cast<std::uint64_t>(cgroup::ReclaimStatus::Failed);
 constexpr std::uint64_t kMaxWatch = static_cast<std::uint64_t>(PressureFeed::Off);
 // More events or nodes than this in one line is not a recording reclaimd wrote.
 constexpr std::uint64_t kMaxItems = 1'000'000;
@@ -16,8 +15,11 @@ void writeResult(LineWriter& w, const CommandResult& result) {
   std::visit(Overload{
                  [&](const std::monostate&) { w.word("none"); },
                  [&](const Written& x) {
-                   w.word("written").u(static_cast<std::uint64_t>(x.write.status)).i(x.write.err);
-                   w.ns(x.write.took).s(x.write.error);
+                   w.word("written").ns(x.write.took);
+                   if (x.write.result)
+                     w.word("ok");
+                   else
+                     w.error(x.write.result.error());
                  },
                  [&](const Finished& x) {
                    w.word("finished").ns(x.took);
@@ -38,10 +40,8 @@ CommandResult readResult(LineReader& r) {
   if (kind == "none") return std::monostate{};
   if (kind == "written") {
     Written x;
-    x.write.status = static_cast<cgroup::ReclaimStatus>(r.u(kMaxStatus));
-    x.write.err = static_cast<int>(r.i());
     x.write.took = r.ns();
-    x.write.error = r.s();
+    if (Error e; !r.okOrError(e)) x.write.result = std::move(e);
     return x;
   }
   if (kind == "finished") {
@@ -109,7 +109,12 @@ std::string commandText(const Command& command) {
 }
 
 void writeTree(LineWriter& w, const cgroup::Tree& t) {
-  w.u(t.vanished).u(t.symlinks).b(t.truncated).u(t.incomplete).i(t.incompleteErrno).u(t.nodes.size());
+  w.u(t.vanished).u(t.symlinks).b(t.truncated).u(t.incomplete);
+  if (t.incompleteError)
+    w.error(*t.incompleteError);
+  else
+    w.word("ok");
+  w.u(t.nodes.size());
   for (const cgroup::TreeNode& n : t.nodes)
     w.s(n.name).u(n.inode).i(n.parent).b(n.incomplete).b(n.unlisted);
 }
@@ -120,7 +125,7 @@ cgroup::Tree readTree(LineReader& r) {
   t.symlinks = r.u();
   t.truncated = r.b();
   t.incomplete = r.u();
-  t.incompleteErrno = static_cast<int>(r.i());
+  if (Error e; !r.okOrError(e)) t.incompleteError = std::move(e);
   const std::uint64_t n = r.u(kMaxItems);
   for (std::uint64_t k = 0; k < n && r.ok(); ++k) {
     cgroup::TreeNode node;

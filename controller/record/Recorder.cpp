@@ -4,7 +4,6 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstring>
 
 namespace reclaimd::controller {
 
@@ -55,7 +54,7 @@ void Recorder::put(const LineWriter& line) {
   }
   if (std::fprintf(file_, "%s\n", text.c_str()) < 0) {
     open_ = false;
-    if (ended_) ended_(std::string("a write to the recording failed: ") + std::strerror(errno));
+    if (ended_) ended_(errnoError(errno, "a write to the recording").message());
     return;
   }
   written_ += text.size() + 1;

@@ -278,7 +278,7 @@ void Daemon::armTimer(TimePoint at) {
   spec.it_value.tv_sec = in.count() / 1'000'000'000;
   spec.it_value.tv_nsec = in.count() % 1'000'000'000;
   if (::timerfd_settime(timer_.get(), 0, &spec, nullptr) != 0) {
-    emit(Event(Severity::Error, "timer_failed").add("error", std::strerror(errno)));
+    emit(Event(Severity::Error, "timer_failed").add("error", errnoError(errno, "timerfd_settime").message()));
     exitCode_ = kExitFailure;
     loop_->stop();
   }

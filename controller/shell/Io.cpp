@@ -81,13 +81,8 @@ Result<CgroupCpuScan> SystemSensors::cgroupCpuScan() {
 }
 
 cgroup::ReclaimWrite SystemActuator::reclaim(const CgroupRef& ref, std::uint64_t bytes, cgroup::ReclaimFormat format) {
-  auto fail = [](const Error& e) {
-    // A refused file (a symlink planted as memory.reclaim) has no errno: it fails as what it is.
-    if (e.code.category() != std::generic_category())
-      return cgroup::ReclaimWrite{cgroup::ReclaimStatus::Failed, 0, nanoseconds(0), e.message()};
-    const int err = e.code.value();
-    return cgroup::ReclaimWrite{cgroup::classifyReclaimErrno(err), err, nanoseconds(0), e.message()};
-  };
+  // A refused file (a symlink planted as memory.reclaim) has no errno: it fails as what it is.
+  auto fail = [](Error e) { return cgroup::ReclaimWrite{std::move(e), nanoseconds(0)}; };
   if (!tracker_) return fail(errnoError(ENOENT, "no cgroup tree in use"));
   auto cg = tracker_->open(ref);
   if (!cg) return fail(cg.error());

@@ -25,9 +25,11 @@ TEST(Actuator, ASymlinkedMemoryReclaimIsRefusedAsWhatItIs) {
   SystemActuator actuator(
       paths, &tracker, pressure, [] { return false; }, [] { return Capabilities{}; }, [](Events) {});
   auto w = actuator.reclaim(CgroupRef{"app.slice", 0}, 4096, cgroup::ReclaimFormat::Plain);
-  EXPECT_EQ(w.status, cgroup::ReclaimStatus::Failed);
-  EXPECT_NE(w.err, EIO) << "no I/O error happened";
-  EXPECT_NE(w.error.find("app.slice/memory.reclaim: a symlink"), std::string::npos) << w.error;
+  EXPECT_EQ(w.status(), cgroup::ReclaimStatus::Failed);
+  ASSERT_FALSE(w.result);
+  EXPECT_EQ(w.result.error().errnoValue(), 0) << "no I/O error happened";
+  EXPECT_NE(w.result.error().message().find("app.slice/memory.reclaim: a symlink"), std::string::npos)
+      << w.result.error().message();
   EXPECT_EQ(fx.read("elsewhere"), "") << "nothing written through the link";
 }
 

@@ -149,7 +149,7 @@ TEST(Cgroup, KeepsTwoFdsPerTarget) {
   {
     auto step = cg->openReclaim();
     ASSERT_TRUE(step.ok()) << step.error().message();
-    EXPECT_EQ(step->write(4096, cgroup::ReclaimFormat::Plain).status, cgroup::ReclaimStatus::Done);
+    EXPECT_EQ(step->write(4096, cgroup::ReclaimFormat::Plain).status(), cgroup::ReclaimStatus::Done);
     EXPECT_EQ(openFds(), before + 3) << "memory.reclaim is open during the step";
   }
   EXPECT_EQ(openFds(), before + 2) << "directory and memory.stat, nothing else, between steps";

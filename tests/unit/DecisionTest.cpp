@@ -144,6 +144,11 @@ TEST(DecideDrop, OncePerIdlePeriodAndNotUnderPressure) {
   }
 }
 
+// The kernel's answer to one chunk: `err` (0: done) after `took`.
+cgroup::ReclaimWrite answer(int err, std::chrono::nanoseconds took) {
+  return cgroup::reclaimWritten(err, took, "test/memory.reclaim");
+}
+
 // A scripted kernel: a cache of `cache` bytes that each Done chunk shrinks by `ratio` times
 // the request (1.0 on 6.12, about 1.2 on 6.1); answers each chunk with the next scripted
 // status and duration, then Done in 10 ms.
@@ -157,9 +162,9 @@ struct FakeKernel {
 
   cgroup::ReclaimWrite write(std::uint64_t bytes) {
     asked.push_back(bytes);
-    cgroup::ReclaimWrite w{ReclaimStatus::Done, 0, 10ms};
+    cgroup::ReclaimWrite w{{}, 10ms};
     if (asked.size() <= answers.size()) w = answers[asked.size() - 1];
-    if (w.status == ReclaimStatus::Done) {
+    if (w.result) {
       cache -= std::min(cache, static_cast<std::uint64_t>(static_cast<double>(bytes) * ratio));
     }
     return w;
@@ -182,7 +187,7 @@ TEST(ReclaimStep, CutsIntoChunks) {
   EXPECT_EQ(k.asked, (std::vector<std::uint64_t>{64 * kMiB, 64 * kMiB, 64 * kMiB, 8 * kMiB}));
   EXPECT_EQ(s.requestedBytes, 200 * kMiB);
   EXPECT_EQ(s.chunks, 4);
-  EXPECT_EQ(s.status, ReclaimStatus::Done);
+  EXPECT_EQ(s.status(), ReclaimStatus::Done);
   EXPECT_EQ(s.end, StepEnd::Asked);
   EXPECT_EQ(s.took, 40ms);
   EXPECT_EQ(s.freed(), static_cast<std::int64_t>(200 * kMiB));
@@ -230,11 +235,12 @@ TEST(ReclaimStep, AtTheFloorAsksNothing) {
 }
 
 TEST(ReclaimStep, EagainEndsTheStep) {
-  FakeKernel k({{ReclaimStatus::Done, 0, 10ms}, {ReclaimStatus::Partial, EAGAIN, 200ms}});
+  FakeKernel k({answer(0, 10ms), answer(EAGAIN, 200ms)});
   StepOutcome s = k.run(limits(256 * kMiB));
   EXPECT_EQ(s.chunks, 2);
-  EXPECT_EQ(s.status, ReclaimStatus::Partial);
-  EXPECT_EQ(s.err, EAGAIN);
+  EXPECT_EQ(s.status(), ReclaimStatus::Partial);
+  ASSERT_FALSE(s.result);
+  EXPECT_EQ(s.result.error().errnoValue(), EAGAIN);
   EXPECT_EQ(s.end, StepEnd::Kernel);
 }
 
@@ -254,17 +260,17 @@ TEST(ReclaimStep, StopRequestedBeforeTheFirstChunkWritesNothing) {
 }
 
 TEST(ReclaimStep, TimeBudgetBoundsSlowKernels) {
-  FakeKernel k({{ReclaimStatus::Done, 0, 700ms}, {ReclaimStatus::Done, 0, 700ms}});
+  FakeKernel k({answer(0, 700ms), answer(0, 700ms)});
   StepOutcome s = k.run(limits(1 * kGiB));
   EXPECT_EQ(s.chunks, 2);
   EXPECT_EQ(s.end, StepEnd::Budget);
 }
 
 TEST(ReclaimStep, UnsupportedStopsAtOnce) {
-  FakeKernel k({{ReclaimStatus::Unsupported, EINVAL, 1ms}});
+  FakeKernel k({answer(EINVAL, 1ms)});
   StepOutcome s = k.run(limits(1 * kGiB));
   EXPECT_EQ(s.chunks, 1);
-  EXPECT_EQ(s.status, ReclaimStatus::Unsupported);
+  EXPECT_EQ(s.status(), ReclaimStatus::Unsupported);
   EXPECT_EQ(s.freed(), 0);
 }
 
@@ -277,7 +283,7 @@ TEST(ReclaimStep, UnreadableTargetEndsTheStep) {
         return 500 * kMiB;
       },
       [](std::uint64_t) {
-        return cgroup::ReclaimWrite{ReclaimStatus::Done, 0, 1ms};
+        return cgroup::reclaimWritten(0, 1ms, "sim/memory.reclaim");
       },
       [] { return false; });
   EXPECT_EQ(s.chunks, 1);

@@ -187,7 +187,7 @@ TEST(PsiWatch, EventHaltsAStepAtTheNextChunkWithinOneWindow) {
       EXPECT_EQ(::write(eventFd, &one, sizeof one), static_cast<ssize_t>(sizeof one));
       eventAt = clock.now();
     }
-    return cgroup::ReclaimWrite{cgroup::ReclaimStatus::Done, 0, 40ms};
+    return cgroup::reclaimWritten(0, 40ms, "sim/memory.reclaim");
   };
   auto stop = [&] {
     for (const psi::WatchEvent& e : watch.take()) {

@@ -211,17 +211,17 @@ cgroup::ReclaimWrite SimMachine::reclaim(const CgroupRef& ref, std::uint64_t byt
   advance();
   // The writer's memstall is charged to its cgroup, and so to the machine's total.
   machineStallUsec_ += static_cast<std::uint64_t>(duration_cast<microseconds>(writeTime_).count());
-  if (!find(ref)) return cgroup::ReclaimWrite{cgroup::ReclaimStatus::Gone, ENOENT, writeTime_};
+  if (!find(ref)) return cgroup::reclaimWritten(ENOENT, writeTime_, std::string(ref.path) + "/memory.reclaim");
   if (!faults_.empty()) {
     const auto [status, err] = faults_.front();
     faults_.pop_front();
     if (status == cgroup::ReclaimStatus::Partial) take(std::string(ref.path), bytes / 2);
-    return cgroup::ReclaimWrite{status, err, writeTime_};
+    return cgroup::reclaimWritten(err, writeTime_, std::string(ref.path) + "/memory.reclaim");
   }
   const auto want = static_cast<std::uint64_t>(static_cast<double>(bytes) * overshoot_);
   const std::uint64_t got = take(std::string(ref.path), want);
-  if (got < bytes) return cgroup::ReclaimWrite{cgroup::ReclaimStatus::Partial, EAGAIN, writeTime_};
-  return cgroup::ReclaimWrite{cgroup::ReclaimStatus::Done, 0, writeTime_};
+  if (got < bytes) return cgroup::reclaimWritten(EAGAIN, writeTime_, std::string(ref.path) + "/memory.reclaim");
+  return cgroup::reclaimWritten(0, writeTime_, std::string(ref.path) + "/memory.reclaim");
 }
 
 Result<void> SimMachine::dropCaches() {

@@ -60,7 +60,8 @@ TEST(TreeDepth, ADeepChainIsWalkedDownToPathMaxAndHoldsNamesOnly) {
   // Depth k has a path of 256k - 1 bytes: 16 levels fit in PATH_MAX, the 17th does not.
   EXPECT_EQ(tree->nodes.size(), 17u);
   EXPECT_EQ(tree->incomplete, 1u);
-  EXPECT_EQ(tree->incompleteErrno, ENAMETOOLONG);
+  ASSERT_TRUE(tree->incompleteError);
+  EXPECT_EQ(tree->incompleteError->errnoValue(), ENAMETOOLONG);
   EXPECT_TRUE(tree->nodes.back().incomplete) << "below it is unknown, so nothing above it is a target";
   std::size_t held = 0;
   for (std::size_t i = 0; i < tree->nodes.size(); ++i) {

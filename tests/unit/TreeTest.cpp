@@ -279,7 +279,9 @@ TEST(Tree, OutOfFdsIsIncompleteNotVanished) {
   ASSERT_TRUE(tree.ok()) << tree.error().message();
   EXPECT_EQ(tree->vanished, 0u) << "EMFILE is not a vanished cgroup";
   EXPECT_EQ(tree->incomplete, 1u);
-  EXPECT_EQ(tree->incompleteErrno, EMFILE);
+  ASSERT_TRUE(tree->incompleteError);
+  EXPECT_EQ(tree->incompleteError->errnoValue(), EMFILE);
+  EXPECT_EQ(tree->incompleteError->context, "open app.slice/svc") << "the error names the cgroup it cut";
   auto got = paths(*tree);
   ASSERT_NE(std::find(got.begin(), got.end(), "app.slice/svc"), got.end());
   EXPECT_EQ(std::find(got.begin(), got.end(), "app.slice/svc/protected"), got.end()) << "not seen";

@@ -1,0 +1,70 @@
+// Readings and writes that fail inside the engine: each failure is said, and its fate is the
+// one the engine states (a skipped sample, a step ended), never a lost decision.
+#include <gtest/gtest.h>
+
+#include "tests/unit/EngineHarness.h"
+
+namespace reclaimd::testing {
+namespace {
+
+using namespace std::chrono_literals;
+using controller::kMachineScope;
+
+class EngineErrorsTest : public EngineHarness {};
+
+TEST_F(EngineErrorsTest, ABackoffEndsByTheClockWhileThePressureTotalCannotBeRead) {
+  sim_.addCgroup("work", 3000 * kMiB);
+  start("reclaim: {step_min: 64M, step_max: 64M, floor: 128M}\npressure: {calm: 30s, min_step: 16M}\n");
+  ASSERT_TRUE(runUntil([&] { return count("reclaim_step") >= 2; }, 3min));
+  stallTheMachine();
+  ASSERT_EQ(count("backoff"), 1u);
+  sim_.setMachineStall(0);
+  sim_.failReads("pressure", EIO, 1'000'000);
+  const std::size_t before = sim_.writes().size();
+  ASSERT_TRUE(runUntil([&] { return count("resume") == 1; }, 60s)) << "the calm period runs out by the clock";
+  run(5s);
+  EXPECT_GT(sim_.writes().size(), before) << "steps go on after the resume";
+  const auto skipped = named("sample_skipped");
+  ASSERT_FALSE(skipped.empty()) << "the unreadable total is said";
+  EXPECT_NE(skipped.front().field("error").value_or("").find("injected pressure"), std::string::npos)
+      << skipped.front().text();
+}
+
+TEST_F(EngineErrorsTest, ATriggerWhoseTotalCannotBeReadIsTakenAsPressure) {
+  sim_.addCgroup("work", 3000 * kMiB);
+  start();
+  ASSERT_TRUE(runUntil([&] { return count("reclaim_step") >= 1; }, 3min));
+  sim_.failReads("pressure", EIO, 1'000'000);
+  sim_.setMachineStall(0.5);
+  sim_.pressureEvent(kMachineScope);
+  run(2s);
+  EXPECT_EQ(count("backoff"), 1u) << "the kernel's event stands: reclaimd's own stall cannot explain it";
+  EXPECT_GE(count("sample_skipped"), 1u);
+}
+
+TEST_F(EngineErrorsTest, AnUnreadableRefaultCounterIsSaid) {
+  sim_.addCgroup("work", 600 * kMiB);
+  start();
+  ASSERT_TRUE(runUntil([&] { return count("reclaim_step") >= 1; }, 3min));
+  sim_.failReads("vmstat", EIO, 1'000'000);
+  run(10s);
+  const auto skipped = named("sample_skipped");
+  ASSERT_FALSE(skipped.empty()) << "the root's refault check skipped, and said";
+  EXPECT_NE(skipped.front().field("error").value_or("").find("injected vmstat"), std::string::npos)
+      << skipped.front().text();
+}
+
+TEST_F(EngineErrorsTest, AFailedWriteSaysItsErrorWithTheFileItWroteTo) {
+  sim_.addCgroup("work", 600 * kMiB);
+  start("rules:\n  - match: work\n    floor: 128M\n");
+  sim_.queueWriteStatus(cgroup::ReclaimStatus::Failed, EBUSY);
+  ASSERT_TRUE(runUntil([&] { return count("reclaim_step") >= 1; }, 3min));
+  const Event step = named("reclaim_step").front();
+  EXPECT_EQ(step.severity(), Severity::Error);
+  EXPECT_EQ(step.field("status").value_or(""), "failed");
+  EXPECT_EQ(step.field("errno").value_or(""), std::to_string(EBUSY));
+  EXPECT_EQ(step.field("error").value_or(""), "write work/memory.reclaim: Device or resource busy") << step.text();
+}
+
+}  // namespace
+}  // namespace reclaimd::testing
