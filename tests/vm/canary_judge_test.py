@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
-"""The deadline judgement net of the guest canary (canary.judge, through foundation_test's
-gradual checks), without a VM: a late daemon on a punctual guest fails; a punctual daemon on a
-guest the host starved passes; a stall outside the window excuses nothing.
+"""The deadline judgement net of the guest's lateness (canary.judge, through foundation_test's
+gradual checks), without a VM: a late daemon on a punctual guest fails, and on a crowded one; a
+punctual daemon on a guest the host starved passes, whether its canary or the host's count of
+the vCPU's wait (vcpuwait.py) saw the starvation; a stall outside the window excuses nothing.
 Usage: canary_judge_test.py (exit 0 = passed)
 """
 import os
@@ -13,6 +14,7 @@ sys.path.insert(0, HERE)
 import canary  # noqa: E402
 import foundation_test  # noqa: E402
 import scenario  # noqa: E402
+import vcpuwait  # noqa: E402
 
 LOG = "2026-12-02T13:00:00.000000 info event="
 GRACE = 30
@@ -43,10 +45,23 @@ def gradual_run(start_delay, stalls, with_canary=True):
     return t
 
 
-def judged(start_delay, stalls, with_canary=True):
+def host_wait(spans, step=vcpuwait.PERIOD_S):
+    """A VcpuWait sampled every `step` s over the run (host 100-165 s), its vCPU waiting for a
+    CPU `rate` s a second within each (start, end, rate) span (host seconds), its main loop half
+    as much."""
+    w = vcpuwait.VcpuWait()
+    waited, t = 0.0, OFFSET
+    while t <= OFFSET + 65:
+        w.samples.append((t, waited, waited / 2))
+        waited += step * sum(rate for start, end, rate in spans if start <= t < end)
+        t = round(t + step, 6)
+    return w
+
+
+def judged(start_delay, stalls, with_canary=True, host=None):
     t = gradual_run(start_delay, stalls, with_canary)
     c = scenario.Checks("t")
-    foundation_test.check_gradual(c, t.of("gradual"), GRACE, "6.12", canary.Canary.of(t.all))
+    foundation_test.check_gradual(c, t.of("gradual"), GRACE, "6.12", canary.Canary.of(t.all, host))
     return c
 
 
@@ -69,11 +84,52 @@ class Judge(unittest.TestCase):
         c = judged(1.8, [(41400, 1200)])
         self.assertEqual(c.failed, [], c.lines)
         self.assertIn("+1.800 s raw; the guest lost 1.200 s over the window, canary late 1 times, "
-                      "worst 1200 ms; net +0.600 s", starts(c)[0])
+                      "worst 1200 ms; host: not sampled; net +0.600 s", starts(c)[0])
 
     def test_late_daemon_on_starved_guest_fails(self):
         c = judged(2.5, [(41400, 1200)])
         self.assertTrue(starts(c)[0].startswith("FAIL"), c.lines)
+
+    def test_late_daemon_on_crowded_guest_fails(self):
+        # The host kept the vCPU waiting 30 % of the time around the grace's end (0.54 s of the
+        # 1.8 s window), the canary saw two of those waits; the daemon was 1.26 s late beyond.
+        c = judged(1.8, [(40600, 84), (41100, 36)], host=host_wait([(OFFSET + 35, OFFSET + 45, 0.3)]))
+        self.assertTrue(starts(c)[0].startswith("FAIL"), c.lines)
+        self.assertIn("+1.800 s raw; the guest lost 0.120 s over the window, canary late 2 times, worst 84 ms; "
+                      "host: vCPU waited 0.540 s, main loop 0.270 s; net +1.260 s", starts(c)[0])
+
+    def test_punctual_daemon_on_a_guest_starved_between_canary_wakes_passes(self):
+        # The vCPU waited 1 s for a CPU in all, in stretches the canary's two wake-ups a second
+        # missed but for 60 ms: the host's count excuses it.
+        c = judged(1.8, [(40500, 60)], host=host_wait([(OFFSET + 40, OFFSET + 42, 0.5)]))
+        self.assertEqual(c.failed, [], c.lines)
+        self.assertIn("lost 0.060 s", starts(c)[0])
+        self.assertIn("host: vCPU waited 0.900 s", starts(c)[0])
+        self.assertIn("net +0.900 s", starts(c)[0])
+
+    def test_host_wait_before_the_window_excuses_nothing(self):
+        c = judged(1.8, [], host=host_wait([(OFFSET + 30, OFFSET + 40, 0.9)]))
+        self.assertTrue(starts(c)[0].startswith("FAIL"), c.lines)
+        self.assertIn("host: vCPU waited 0.000 s", starts(c)[0])
+
+    def test_host_wait_is_counted_between_samples_inside_the_window(self):
+        w = vcpuwait.VcpuWait()
+        w.samples = [(10.0, 1.0, 0.1), (10.5, 1.2, 0.1), (11.0, 1.5, 0.2), (11.5, 2.0, 0.2)]
+        self.assertEqual(w.waited(10.2, 11.6), (0.8, 0.1))  # 10.5 to 11.5: never more than waited
+        self.assertIsNone(w.waited(10.6, 10.9))  # no two samples inside: unknown, nothing excused
+        late = canary.Canary([], True, 9.0, w)  # guest ms 1500-2500 is host 10.5-11.5
+        self.assertEqual(late.host_waited(10.5, 11.5), (0.8, 0.1))
+
+    def test_a_guest_clock_window_is_mapped_onto_the_host_samples(self):
+        t = scenario.Timeline()
+        for host_t, text in [(OFFSET + 1, "@@SCENARIO sigterm"), (OFFSET + 1, "@@MARK sigterm t_ms=1000"),
+                             (OFFSET + 3, "@@CANARY # period_ms=500 late_ms=5 start_ms=900")]:
+            t.add_line(scenario.Line(host_t, text))
+        late = canary.Canary.of(t.all, host_wait([(OFFSET + 1, OFFSET + 3, 0.5)]))
+        c = scenario.Checks("t")
+        canary.judge(c, "exit", 1.4, 1.0, late, (1000, 2400), guest_clock=True)
+        self.assertEqual(c.failed, [], c.lines)
+        self.assertIn("host: vCPU waited 0.700 s", c.lines[0])
 
     def test_a_stall_before_the_window_excuses_nothing(self):
         c = judged(1.8, [(39500, 1200)])  # ended 0.5 s before the grace period's end

@@ -20,6 +20,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import canary  # noqa: E402
 import scenario  # noqa: E402
+import vcpuwait  # noqa: E402
 import vm  # noqa: E402
 
 FLOOR_MIB = 128
@@ -180,16 +181,18 @@ def main(argv=None):
     p.add_argument("--smoke", action="store_true", help="run guest/smoke.sh first, in the same boot")
     p.add_argument("--log-dir")
     a = p.parse_args(argv)
-    timeline = scenario.Timeline()
+    timeline, host = scenario.Timeline(), vcpuwait.VcpuWait()
     add = [(a.reclaimd, "/usr/bin/reclaimd"), (os.path.join(HERE, "guest", "lib.sh"), "/test/lib.sh")]
     if a.smoke:
         add += SMOKE_ADD
     r = vm.run(os.path.join(HERE, "guest", "foundation.sh"), kernel=a.kernel, add=add, data="3x100",
                env={"GRACE": str(a.grace), "SCENARIOS": a.scenarios}, timeout=600,
-               log_dir=a.log_dir or f"/tmp/reclaimd-vm-foundation-{a.kernel}", on_line=timeline.add)
+               log_dir=a.log_dir or f"/tmp/reclaimd-vm-foundation-{a.kernel}", on_line=timeline.add,
+               on_qemu_start=host.attach)
+    host.stop()
     c = scenario.Checks(f"foundation on {a.kernel}")
     c.check(r.code == 0, f"VM ran the scenarios ({r.outcome}, exit {r.code}, logs in {r.log_dir})")
-    late = canary.Canary.of(timeline.all)
+    late = canary.Canary.of(timeline.all, host)
     if a.smoke:
         check_smoke(c, timeline.of("smoke"))
     for name in a.scenarios.split():

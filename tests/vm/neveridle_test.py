@@ -43,6 +43,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import canary  # noqa: E402
 import scenario  # noqa: E402
+import vcpuwait  # noqa: E402
 import units_checks  # noqa: E402
 import vm  # noqa: E402
 
@@ -252,7 +253,7 @@ def main(argv=None):
     p.add_argument("--log-dir")
     a = p.parse_args(argv)
     FLOOR_MIB, BOUND_MIB = a.floor, (a.floor + HOT_MIB) * 1.10
-    timeline = scenario.Timeline()
+    timeline, host = scenario.Timeline(), vcpuwait.VcpuWait()
     r = vm.run(os.path.join(HERE, "guest", "neveridle.sh"), kernel=a.kernel,
                add=[(a.reclaimd, "/usr/bin/reclaimd"), (os.path.join(HERE, "guest", "lib.sh"), "/test/lib.sh"),
                     (os.path.join(HERE, "guest", "units.sh"), "/test/units.sh")],
@@ -261,9 +262,11 @@ def main(argv=None):
                     "LOGLEVEL": "debug",
                     "STATUS_AT_S": str(STATUS_AT_S),
                     "FLOOR": f"{a.floor}M" if a.floor != 128 else ""}, timeout=540,
-               log_dir=a.log_dir or f"/tmp/reclaimd-vm-neveridle-{a.kernel}", on_line=timeline.add)
+               log_dir=a.log_dir or f"/tmp/reclaimd-vm-neveridle-{a.kernel}", on_line=timeline.add,
+               on_qemu_start=host.attach)
+    host.stop()
     c = scenario.Checks(f"never idle on {a.kernel}")
-    late = canary.Canary.of(timeline.all)
+    late = canary.Canary.of(timeline.all, host)
     c.check(r.code == 0, f"VM ran the phases ({r.outcome}, exit {r.code}, logs in {r.log_dir})")
     for key in a.phases.split():
         if key == "u":

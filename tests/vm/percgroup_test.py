@@ -15,6 +15,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import canary  # noqa: E402
 import scenario  # noqa: E402
+import vcpuwait  # noqa: E402
 import vm  # noqa: E402
 
 FLOOR_MIB = 32
@@ -34,11 +35,13 @@ def main(argv=None):
     p.add_argument("--grace", type=int, default=15)
     p.add_argument("--log-dir")
     a = p.parse_args(argv)
-    timeline = scenario.Timeline()
+    timeline, host = scenario.Timeline(), vcpuwait.VcpuWait()
     r = vm.run(os.path.join(HERE, "guest", "percgroup.sh"), kernel=a.kernel,
                add=[(a.reclaimd, "/usr/bin/reclaimd"), (os.path.join(HERE, "guest", "lib.sh"), "/test/lib.sh")],
                data="3x100", env={"GRACE": str(a.grace)}, timeout=300,
-               log_dir=a.log_dir or f"/tmp/reclaimd-vm-percgroup-{a.kernel}", on_line=timeline.add)
+               log_dir=a.log_dir or f"/tmp/reclaimd-vm-percgroup-{a.kernel}", on_line=timeline.add,
+               on_qemu_start=host.attach)
+    host.stop()
     c = scenario.Checks(f"per-cgroup on {a.kernel}")
     c.check(r.code == 0, f"VM ran the scenario ({r.outcome}, exit {r.code}, logs in {r.log_dir})")
     s = timeline.of("percgroup")
@@ -58,7 +61,7 @@ def main(argv=None):
         delay = idle.t - (read_end.t + a.grace)
         c.figure(f"{a.kernel} idle.slice: reclaim start after its own grace end", f"{delay:+.3f} s")
         c.check(delay >= -0.2, f"idle.slice: not idle before its grace ends, less 0.2 s ({delay:+.3f} s)")
-        canary.judge(c, "idle.slice: idle within 1 s of its grace ending", delay, 1.0, canary.Canary.of(timeline.all),
+        canary.judge(c, "idle.slice: idle within 1 s of its grace ending", delay, 1.0, canary.Canary.of(timeline.all, host),
                      (read_end.t + a.grace, idle.t))
     c.check(not any(e.f.get("cgroup") in ("busy.slice", "kept.slice") for e in s.events("target_idle")),
             "busy.slice and kept.slice were never judged idle")

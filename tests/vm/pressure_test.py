@@ -22,6 +22,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import canary  # noqa: E402
 import scenario  # noqa: E402
+import vcpuwait  # noqa: E402
 import vm  # noqa: E402
 
 THRESHOLD_US = 100_000
@@ -50,12 +51,13 @@ def onset(s):
 
 
 def run(kernel, reclaimd, pressure, log_dir):
-    timeline = scenario.Timeline()
+    timeline, host = scenario.Timeline(), vcpuwait.VcpuWait()
     r = vm.run(os.path.join(HERE, "guest", "pressure.sh"), kernel=kernel,
                add=[(reclaimd, "/usr/bin/reclaimd"), (os.path.join(HERE, "guest", "lib.sh"), "/test/lib.sh")],
                data="3x100", env={"PRESSURE": pressure}, timeout=300,
-               log_dir=os.path.join(log_dir, pressure), on_line=timeline.add)
-    return r, timeline.of(f"pressure-{pressure}"), canary.Canary.of(timeline.all)
+               log_dir=os.path.join(log_dir, pressure), on_line=timeline.add, on_qemu_start=host.attach)
+    host.stop()
+    return r, timeline.of(f"pressure-{pressure}"), canary.Canary.of(timeline.all, host)
 
 
 def stall_during(s):

@@ -124,6 +124,8 @@ def qemu_command(kernel, initrd, console_log, mem_mib, smp, disk, balloon, cmdli
     cmd = ["qemu-system-x86_64", "-accel", accel, "-M", "q35", "-cpu", "max",
            "-smp", str(smp), "-m", str(mem_mib), "-nodefaults", "-no-user-config",
            "-display", "none", "-no-reboot",
+           # thread names ("CPU 0/TCG"): the host counts the vCPU thread's wait (vcpuwait.py)
+           "-name", "reclaimd-vm,debug-threads=on",
            "-kernel", kernel.vmlinux, "-initrd", initrd,
            "-append", f"{CMDLINE} {cmdline}".strip(),
            "-chardev", f"file,id=console,path={_q(console_log)}", "-serial", "chardev:console",
