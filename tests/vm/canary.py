@@ -109,7 +109,10 @@ def judge(c, what, delay, limit, canary, window, guest_clock=False):
     elif canary.offset is not None:
         host = canary.host_waited(window[0] / 1000 + canary.offset, window[1] / 1000 + canary.offset)
     vcpu = host[0] if host else 0.0
-    said = f"host: vCPU waited {host[0]:.3f} s, main loop {host[1]:.3f} s" if host else "host: not sampled"
+    if host:
+        said = f"host: vCPU waited {host[0]:.3f} s, main loop {host[1]:.3f} s"
+    else:
+        said = "host: not sampled" if canary.host is None else "host: under two samples in the window"
     net = delay - max(lost_ms / 1000, vcpu)
     return c.check(net <= limit, f"{what} ({delay:+.3f} s raw; the guest lost {lost_ms / 1000:.3f} s over the "
                                  f"window, canary late {n} times, worst {worst} ms; {said}; net {net:+.3f} s; "
