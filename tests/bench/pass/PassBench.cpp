@@ -14,12 +14,15 @@
 // Each case also checks what it measured (every cgroup walked, the busy scan stopped at its
 // bound, every pod or sibling a target) and the run exits 1 when one does not hold, so the
 // test command's smoke form (bench_pass) asserts them. The 10,000-sibling pass is left to the
-// full run: its first turn asks for 9,999 pressure watches one command at a time, minutes on
-// 2 cores (its first_turn_ms).
+// full run: the turn where its 9,999 targets pass their grace together asks for 9,999 pressure
+// watches, one command a decide(), each comparing every watched scope with every wanted one:
+// 4.4 s at 3,000 siblings, minutes at 10,000 on 2 cores (slowest_turn_ms: the slowest turn
+// before the measured ones).
 #include <benchmark/benchmark.h>
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -229,17 +232,16 @@ void BM_Pass(benchmark::State& state, const char* policyText, bool flat = false)
   caps.swappinessKey = controller::KeySupport::Supported;
   engine.setCapabilities(caps, "bench");
   TimePoint now{};
-  // The first turn finds every target and asks for each one's pressure watch.
-  const auto firstStart = std::chrono::steady_clock::now();
-  now += std::chrono::seconds(5);
-  sensors.advance(std::chrono::seconds(5));
-  pass(engine, sensors, now);
-  const std::chrono::duration<double, std::milli> firstTurn = std::chrono::steady_clock::now() - firstStart;
-  // Past every target's grace period, so each pass measures every pod's memory.stat too.
-  for (int i = 1; i < 30; ++i) {
+  // Past every target's grace period, so each pass measures every pod's memory.stat too. The
+  // slowest of these turns: the one that finds every target, or the one where they all turn
+  // idle and each asks for its pressure watch.
+  std::chrono::duration<double, std::milli> slowest{0};
+  for (int i = 0; i < 30; ++i) {
     now += std::chrono::seconds(5);
     sensors.advance(std::chrono::seconds(5));
+    const auto start = std::chrono::steady_clock::now();
     pass(engine, sensors, now);
+    slowest = std::max<std::chrono::duration<double, std::milli>>(slowest, std::chrono::steady_clock::now() - start);
   }
   for (auto _ : state) {
     // A pass is what a turn that walks does: 5 s apart, each turn walks.
@@ -253,7 +255,7 @@ void BM_Pass(benchmark::State& state, const char* policyText, bool flat = false)
     state.SkipWithError(("targets: " + std::to_string(engine.targets().size()) + ", want " + std::to_string(want)).c_str());
   state.counters["cgroups"] = n;
   state.counters["targets"] = static_cast<double>(engine.targets().size());
-  state.counters["first_turn_ms"] = firstTurn.count();
+  state.counters["slowest_turn_ms"] = slowest.count();
   // CPU time per cgroup per pass.
   state.counters["per_cgroup"] = benchmark::Counter(
       static_cast<double>(n), benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
