@@ -12,9 +12,8 @@ void EngineHarness::start(const std::string& policyYaml, bool dryRun) {
 void EngineHarness::start(policies::Policy policy, bool dryRun) {
   engine_ = std::make_unique<controller::Engine>(std::move(policy), controller::EngineSetup{dryRun, ""});
   engine_->setCapabilities(fullCapabilities(), "start");
-  sim_.bind(*engine_);
   start_ = clock_.now();
-  controller::betweenTurns(*engine_, sim_, sim_, clock_);  // what the daemon does after the probe
+  controller::betweenTurns(*engine_, sim_, sim_, clock_, &commands_);  // what the daemon does after the probe
   afterTurn();
 }
 
@@ -35,7 +34,7 @@ bool EngineHarness::runUntil(const std::function<bool()>& done, std::chrono::nan
   testing::runUntil(*engine_, sim_, clock_, until, [&] {
     afterTurn();
     return met = done();
-  });
+  }, &commands_);
   return met;
 }
 
@@ -52,13 +51,54 @@ std::vector<Event> EngineHarness::named(const std::string& name) const {
 
 void EngineHarness::stallTheMachine() {
   sim_.setMachineStall(0.5);
-  sim_.pressureEvent(controller::kMachineScope);
+  sim_.pressureFires("");
   run(std::chrono::seconds(2));
 }
 
 std::vector<Write> EngineHarness::writesSince(std::size_t from) const {
   const auto& w = sim_.writes();
   return from >= w.size() ? std::vector<Write>{} : std::vector<Write>(w.begin() + static_cast<long>(from), w.end());
+}
+
+std::vector<controller::ReclaimChunk> EngineHarness::reclaims(const std::optional<std::string>& path) const {
+  std::vector<controller::ReclaimChunk> out;
+  for (const Sent& s : commands_.sent)
+    if (const auto* c = std::get_if<controller::ReclaimChunk>(&s.command); c && (!path || c->path == *path))
+      out.push_back(*c);
+  return out;
+}
+
+std::vector<Step> EngineHarness::steps(const std::optional<std::string>& path) const {
+  std::vector<Step> out;
+  int turn = -1;
+  for (const Sent& s : commands_.sent) {
+    const auto* c = std::get_if<controller::ReclaimChunk>(&s.command);
+    if (!c || (path && c->path != *path)) continue;
+    if (out.empty() || s.turn != turn || out.back().path != c->path) out.push_back(Step{s.at, c->path});
+    turn = s.turn;
+    out.back().bytes += c->bytes;
+    ++out.back().chunks;
+  }
+  return out;
+}
+
+controller::Status EngineHarness::status() const {
+  controller::Status s;
+  engine_->fill(s, clock_.now(), 0, [](TimePoint) { return std::string(); });
+  return s;
+}
+
+std::uint64_t EngineHarness::backoffs(const std::optional<std::string>& scope) const {
+  std::uint64_t n = 0;
+  for (const controller::ScopeStatus& p : status().pressure)
+    n += !scope || p.scope == *scope ? p.backoffs : 0;
+  return n;
+}
+
+bool EngineHarness::backedOff() const {
+  for (const controller::ScopeStatus& p : status().pressure)
+    if (p.backedOff) return true;
+  return false;
 }
 
 }  // namespace reclaimd::testing

@@ -119,11 +119,10 @@ class Sequence : public EngineHarness {
     const double share = static_cast<double>(pick(0, 60)) / 100;
     if (chance(50)) {
       sim_.setMachineStall(share);
-      sim_.pressureEvent(controller::kMachineScope);
+      sim_.pressureFires("");
     } else if (const std::string p = existing(); !p.empty()) {
       sim_.cgroup(p).stallShare = share;
-      for (const auto& t : engine_->targets())
-        if (t.path == p) sim_.pressureEvent(t.id, chance(10));
+      sim_.pressureFires(p, chance(10));
     }
   }
 

@@ -14,38 +14,32 @@ class EngineReloadTest : public EngineHarness {};
 TEST_F(EngineReloadTest, AReloadKeepsTheMachinesBackoff) {
   sim_.addCgroup("work", 3000 * kMiB);
   start("reclaim: {step_min: 64M, step_max: 64M, floor: 128M}\npressure: {calm: 30s, min_step: 16M}\n");
-  ASSERT_TRUE(runUntil([&] { return count("reclaim_step") >= 2; }, 3min));
+  ASSERT_TRUE(runUntil([&] { return steps().size() >= 2; }, 3min));
   stallTheMachine();
-  ASSERT_EQ(count("backoff"), 1u);
+  ASSERT_EQ(backoffs(), 1u);
   sim_.setMachineStall(0);
   const std::size_t before = sim_.writes().size();
   run(5s);
   reload(engine_->policy());  // what SIGHUP does with an unchanged file
   run(15s);
   EXPECT_EQ(sim_.writes().size(), before) << "nothing written within the calm period, reload or not";
-  EXPECT_EQ(count("resume"), 0u);
-  ASSERT_TRUE(runUntil([&] { return count("resume") == 1; }, 15s));
+  EXPECT_TRUE(backedOff());
+  const std::size_t resumed = steps().size();  // none since the backoff
+  ASSERT_TRUE(runUntil([&] { return !backedOff(); }, 15s));
   run(5s);
-  bool resumed = false;
-  double first = 0;
-  for (const Event& e : events_) {
-    resumed = resumed || e.name() == "resume";
-    if (resumed && e.name() == "reclaim_step" && first == 0) first = mib(*e.field("asked_mib"));
-  }
-  EXPECT_EQ(first, 32) << "the step halved by the backoff, as without the reload";
+  ASSERT_GT(steps().size(), resumed);
+  EXPECT_EQ(steps()[resumed].bytes, 32 * kMiB) << "the step halved by the backoff, as without the reload";
 }
 
 TEST_F(EngineReloadTest, AReloadKeepsATargetsBackoff) {
   sim_.addCgroup("work", 3000 * kMiB);
   sim_.addCgroup("app.slice", 3000 * kMiB);
   start("rules:\n  - match: app.slice\n    floor: 128M\npressure: {calm: 30s}\n");
-  ASSERT_TRUE(runUntil([&] { return count("reclaim_step") >= 2; }, 3min));
+  ASSERT_TRUE(runUntil([&] { return steps().size() >= 2; }, 3min));
   sim_.cgroup("app.slice").stallShare = 0.4;
   run(1s);
-  for (const controller::TargetState& t : engine_->targets()) {
-    if (t.path == "app.slice") sim_.pressureEvent(t.id);
-  }
-  ASSERT_TRUE(runUntil([&] { return count("backoff") >= 1; }, 5s));
+  sim_.pressureFires("app.slice");
+  ASSERT_TRUE(runUntil([&] { return backoffs("app.slice") >= 1; }, 5s));
   sim_.cgroup("app.slice").stallShare = 0;
   run(2s);
   reload(engine_->policy());

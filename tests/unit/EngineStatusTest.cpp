@@ -82,7 +82,7 @@ TEST_F(EngineStatusTest, ABackoffSaysWhenItEnds) {
   start("pressure: {calm: 60s}\n");
   ASSERT_TRUE(runUntil([&] { return !sim_.writes().empty(); }, 3min));
   stallTheMachine();
-  ASSERT_EQ(count("backoff"), 1u);
+  ASSERT_EQ(backoffs(), 1u);
   const controller::Status s = status();
   ASSERT_FALSE(s.pressure.empty());
   const controller::ScopeStatus& machine = s.pressure.front();
@@ -101,7 +101,8 @@ TEST_F(EngineStatusTest, LogsNameRulesByTheirMatchText) {
   sim_.setMachineBusy(0.6);
   sim_.addCgroup("build.slice", 400 * kMiB);
   start("rules:\n  - match: other.slice\n  - match: build.slice\n    idle_source: cgroup\n");
-  ASSERT_TRUE(runUntil([&] { return count("reclaim_step") > 0; }, 4min));
+  ASSERT_TRUE(runUntil([&] { return !steps().empty(); }, 4min));
+  ASSERT_FALSE(named("reclaim_step").empty());
   EXPECT_EQ(named("reclaim_step")[0].field("rule"), "build.slice") << "as status and metrics name it";
 }
 

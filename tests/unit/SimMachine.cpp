@@ -225,24 +225,26 @@ cgroup::ReclaimWrite SimMachine::reclaim(const CgroupRef& ref, std::uint64_t byt
 }
 
 Result<void> SimMachine::dropCaches() {
-  ++drops;
   for (auto& [p, c] : cgroups_)
     c.file = 0;
   return {};
 }
 
 Result<void> SimMachine::compact() {
-  ++compactions;
   return {};
 }
 
+void SimMachine::pressureFires(const std::string& path, bool gone) {
+  for (const auto& [id, scope] : watching)
+    if (scope.path == path) events_.push_back({id, gone});
+}
+
 int runUntil(controller::Engine& engine, SimMachine& sim, ManualClock& clock, TimePoint until,
-             const std::function<bool()>& stop) {
-  sim.bind(engine);
+             const std::function<bool()>& stop, controller::DecideLog* log) {
   int turns = 0;
   while (clock.now() < until) {
     // Trigger events pending now reach the engine with the timer's turn, before its readings.
-    const TimePoint wake = controller::runTurn(engine, sim, sim, clock, clock.now());
+    const TimePoint wake = controller::runTurn(engine, sim, sim, clock, clock.now(), log);
     ++turns;
     if (stop && stop()) break;
     clock.set(std::min(wake, until));

@@ -79,9 +79,11 @@ class SimMachine final : public controller::Sensors, public controller::Actuator
   void queueWriteStatus(cgroup::ReclaimStatus status, int err) { faults_.push_back({status, err}); }
   // A read fault for the next `count` reads of kind `what` ("cpu", "meminfo", "memory", ...).
   void failReads(const std::string& what, int err, int count) { readFaults_[what] = {err, count}; }
-  void pressureEvent(ScopeId scope, bool gone = false) { events_.push_back({scope, gone}); }
+  // The PSI trigger on `path`'s memory.pressure fires ("" is the machine's, /proc/pressure/memory),
+  // or its file reports the cgroup removed (`gone`): an event for every scope watching it, by the
+  // id it was watched under, as the shell's epoll does.
+  void pressureFires(const std::string& path, bool gone = false);
   void setCapabilities(const Capabilities& caps) { caps_ = caps; }
-  void bind(const controller::Engine& engine) { engine_ = &engine; }
   // Called before each write is applied, with the model as it is: the property tests' checks.
   std::function<void(const std::string& path, std::uint64_t bytes)> beforeWrite;
 
@@ -89,7 +91,6 @@ class SimMachine final : public controller::Sensors, public controller::Actuator
   void advance();
 
   const std::vector<Write>& writes() const { return writes_; }
-  int drops = 0, compactions = 0, reprobes = 0;
   int walks = 0;
   std::size_t listed = 0;            // cgroups the last walk listed below (the rest were unlisted)
   std::map<std::string, int> reads;  // reads by kind, for "a quiet tick reads /proc/stat alone"
@@ -110,10 +111,7 @@ class SimMachine final : public controller::Sensors, public controller::Actuator
   Result<void> compact() override;
   bool stopPending() override { return false; }
   std::vector<controller::ScopeEvent> pressureEvents() override { return std::exchange(events_, {}); }
-  Capabilities reprobe() override {
-    ++reprobes;
-    return caps_;
-  }
+  Capabilities reprobe() override { return caps_; }
   controller::Watched watch(const controller::WatchScope& scope) override {
     watching[scope.id] = scope;
     return controller::Watched{feedAs, "test", false};
@@ -149,7 +147,6 @@ class SimMachine final : public controller::Sensors, public controller::Actuator
   std::vector<controller::ScopeEvent> events_;
   std::vector<Write> writes_;
   Capabilities caps_;
-  const controller::Engine* engine_ = nullptr;
 };
 
 // Capabilities of a 6.12 kernel with everything available.
@@ -157,7 +154,8 @@ Capabilities fullCapabilities();
 
 // Runs the engine turn after turn, each at the time the last plan asked, until `until` (or
 // `stop` answers true after a turn). Returns the number of turns.
+// `log` sees every input and command, as `reclaimd record` does.
 int runUntil(controller::Engine& engine, SimMachine& sim, ManualClock& clock, TimePoint until,
-             const std::function<bool()>& stop = {});
+             const std::function<bool()>& stop = {}, controller::DecideLog* log = nullptr);
 
 }  // namespace reclaimd::testing
