@@ -11,7 +11,6 @@
 
 #include <cstring>
 #include <filesystem>
-#include <thread>
 
 #include "base/Log.h"
 #include "controller/operate/Endpoints.h"
@@ -19,6 +18,7 @@
 #include "tests/unit/DaemonHarness.h"
 #include "tests/unit/SimFiles.h"
 #include "tests/unit/Fixture.h"
+#include "tests/unit/NotifySocket.h"
 #include "tests/unit/Process.h"
 
 namespace reclaimd::testing {
@@ -254,45 +254,6 @@ TEST_F(OperateTest, MetricsFileAndHttp) {
   EXPECT_EQ(code, 64) << out;
 }
 
-// systemd's side of sd_notify: a datagram socket the daemon sends READY, WATCHDOG, STATUS... to.
-class NotifySocket {
- public:
-  explicit NotifySocket(const std::string& path) : path_(path) {
-    fd_ = ::socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-    sockaddr_un a{};
-    a.sun_family = AF_UNIX;
-    std::strncpy(a.sun_path, path.c_str(), sizeof a.sun_path - 1);
-    bound_ = fd_ >= 0 && ::bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
-  }
-  ~NotifySocket() { ::close(fd_); }
-  NotifySocket(const NotifySocket&) = delete;
-  NotifySocket& operator=(const NotifySocket&) = delete;
-
-  bool bound() const { return bound_; }
-  std::string env() const { return "NOTIFY_SOCKET=" + path_; }
-  // Everything received so far, one message a line.
-  const std::string& drain() {
-    char buf[4096];
-    ssize_t n;
-    while ((n = ::recv(fd_, buf, sizeof buf, 0)) > 0)
-      received_ += std::string(buf, static_cast<std::size_t>(n)) + "\n";
-    return received_;
-  }
-  std::size_t count(const std::string& what) {
-    drain();
-    std::size_t n = 0;
-    for (std::size_t p = received_.find(what); p != std::string::npos; p = received_.find(what, p + 1))
-      ++n;
-    return n;
-  }
-
- private:
-  std::string path_;
-  int fd_ = -1;
-  bool bound_ = false;
-  std::string received_;
-};
-
 TEST_F(OperateTest, NotifiesSystemd) {
   SimFiles m(fx_);
   NotifySocket systemd(fx_.path("notify.sock"));
@@ -302,9 +263,9 @@ TEST_F(OperateTest, NotifiesSystemd) {
   auto d = start({}, {systemd.env(), "WATCHDOG_USEC=1000000"});
   ASSERT_TRUE(eventually([&] { return systemd.count("READY=1") > 0; }, 5s)) << systemd.drain() << log();
   EXPECT_NE(systemd.drain().find("STATUS=gradual (swappiness=0)"), std::string::npos) << systemd.drain();
+  // How often the loop pings is the Notifier's law (NotifyTest.cpp); here, that it goes on.
   const std::size_t before = systemd.count("WATCHDOG=1");
-  std::this_thread::sleep_for(1s);
-  EXPECT_GE(systemd.count("WATCHDOG=1") - before, 2u) << systemd.drain();
+  EXPECT_TRUE(eventually([&] { return systemd.count("WATCHDOG=1") >= before + 2; }, 10s)) << systemd.drain();
   d->signal(SIGHUP);
   ASSERT_TRUE(eventually([&] { return systemd.count("RELOADING=1") > 0; }, 5s)) << systemd.drain();
   d->signal(SIGTERM);
@@ -312,40 +273,16 @@ TEST_F(OperateTest, NotifiesSystemd) {
   EXPECT_EQ(systemd.count("STOPPING=1"), 1u) << systemd.drain();
 }
 
-// Each ping wakes PID 1: with a 4 s watchdog the daemon pings about once a second (half the
-// ping interval), not on each of its 100 ms samples.
-TEST_F(OperateTest, WatchdogPingsAreNotPerTick) {
-  SimFiles m(fx_);
-  NotifySocket systemd(fx_.path("notify.sock"));
-  ASSERT_TRUE(systemd.bound());
-  auto d = start({"--log-level", "trace"}, {systemd.env(), "WATCHDOG_USEC=4000000"});
-  ASSERT_TRUE(eventually([&] { return systemd.count("READY=1") > 0; }, 5s)) << systemd.drain() << log();
-  std::this_thread::sleep_for(3s);
-  d->signal(SIGTERM);
-  EXPECT_EQ(d->wait(5s), 0);
-  std::size_t ticks = 0;
-  const std::string out = log();
-  for (std::size_t p = out.find("event=tick"); p != std::string::npos; p = out.find("event=tick", p + 1))
-    ++ticks;
-  EXPECT_GE(ticks, 5u) << out;  // busy ticks (logged until the 1 s grace ends) came every 100 ms
-  EXPECT_GE(systemd.count("WATCHDOG=1"), 3u) << systemd.drain();
-  EXPECT_LE(systemd.count("WATCHDOG=1"), 5u) << systemd.drain();
-}
-
 // WATCHDOG_USEC=1 taken as given would wake the loop (and ping PID 1) every millisecond: it is
-// raised to the 1 s minimum with one log line.
+// raised to the 1 s minimum (how often that pings: NotifyTest.cpp) with one log line.
 TEST_F(OperateTest, TinyWatchdogIsClamped) {
   SimFiles m(fx_);
   NotifySocket systemd(fx_.path("notify.sock"));
   ASSERT_TRUE(systemd.bound());
   auto d = start({}, {systemd.env(), "WATCHDOG_USEC=1"});
-  ASSERT_TRUE(eventually([&] { return systemd.count("READY=1") > 0; }, 5s)) << systemd.drain() << log();
-  const std::size_t before = systemd.count("WATCHDOG=1");
-  std::this_thread::sleep_for(1s);
-  const std::size_t pings = systemd.count("WATCHDOG=1") - before;
+  ASSERT_TRUE(eventually([&] { return systemd.count("WATCHDOG=1") > 0; }, 5s)) << systemd.drain() << log();
   d->signal(SIGTERM);
   EXPECT_EQ(d->wait(5s), 0);
-  EXPECT_LE(pings, 6u) << "about one per 250-500 ms, not one per millisecond";
   EXPECT_EQ(count("event=watchdog_clamped"), 1u) << log();
 }
 

@@ -1,0 +1,91 @@
+// The watchdog's law, in process with made-up times: how often the loop pings systemd, and by
+// when it must wake for the next ping. Each ping wakes PID 1, and a late one gets the daemon
+// killed; the end-to-end tests (OperateTest.cpp) show the daemon pings at all.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <string>
+
+#include "controller/operate/Notify.h"
+#include "tests/unit/Fixture.h"
+#include "tests/unit/NotifySocket.h"
+
+namespace reclaimd::testing {
+namespace {
+
+using namespace std::chrono_literals;
+using controller::Notifier;
+
+// systemd's environment for a Notifier made while it lives: its socket and WATCHDOG_USEC.
+class Systemd {
+ public:
+  Systemd(const Fixture& fx, const char* watchdogUsec) : socket_(fx.path("notify.sock")) {
+    ::setenv("NOTIFY_SOCKET", socket_.path().c_str(), 1);
+    ::setenv("WATCHDOG_USEC", watchdogUsec, 1);
+    ::unsetenv("WATCHDOG_PID");
+  }
+  ~Systemd() {
+    ::unsetenv("NOTIFY_SOCKET");
+    ::unsetenv("WATCHDOG_USEC");
+  }
+  Systemd(const Systemd&) = delete;
+  Systemd& operator=(const Systemd&) = delete;
+  std::size_t pings() { return socket_.count("WATCHDOG=1"); }
+  bool bound() const { return socket_.bound(); }
+
+ private:
+  NotifySocket socket_;
+};
+
+const TimePoint kStart = TimePoint{} + 1h;
+
+TEST(Notify, AFourSecondWatchdogIsPingedEverySecondNotOnEveryTick) {
+  Fixture fx;
+  Systemd systemd(fx, "4000000");
+  ASSERT_TRUE(systemd.bound());
+  Notifier notifier;
+  for (int tick = 0; tick <= 30; ++tick)  // 3 s of 100 ms samples
+    notifier.watchdog(kStart + tick * 100ms);
+  EXPECT_EQ(systemd.pings(), 4u) << "at 0, 1, 2 and 3 s: half the ping interval apart, not 31";
+}
+
+TEST(Notify, TheLoopWakesForTheNextPingWellWithinTheTimeout) {
+  Fixture fx;
+  Systemd systemd(fx, "1000000");
+  ASSERT_TRUE(systemd.bound());
+  Notifier notifier;
+  EXPECT_FALSE(notifier.watchdogDeadline().has_value()) << "the first turn pings at once";
+  TimePoint now = kStart;
+  for (int turn = 0; turn < 10; ++turn) {
+    // An idle loop sleeps a whole sample period (1 s): the deadline wakes it sooner.
+    notifier.watchdog(now);
+    ASSERT_TRUE(notifier.watchdogDeadline().has_value());
+    const TimePoint wake = std::min(now + 1s, *notifier.watchdogDeadline());
+    EXPECT_EQ(wake - now, 500ms) << "half the 1 s timeout";
+    now = wake;
+  }
+  EXPECT_EQ(systemd.pings(), 10u) << "every wake the deadline asked for pings";
+}
+
+TEST(Notify, AClampedWatchdogPingsFourTimesASecondHoweverOftenTheLoopTurns) {
+  Fixture fx;
+  Systemd systemd(fx, "1");
+  ASSERT_TRUE(systemd.bound());
+  Notifier notifier;
+  for (int ms = 0; ms < 1000; ++ms)
+    notifier.watchdog(kStart + ms * 1ms);
+  EXPECT_EQ(systemd.pings(), 4u) << "at 0, 250, 500 and 750 ms, not one per millisecond";
+}
+
+TEST(Notify, NoWatchdogNoPings) {
+  Fixture fx;
+  Systemd systemd(fx, "0");
+  Notifier notifier;
+  for (int tick = 0; tick < 10; ++tick)
+    notifier.watchdog(kStart + tick * 1s);
+  EXPECT_FALSE(notifier.watchdogDeadline().has_value());
+  EXPECT_EQ(systemd.pings(), 0u);
+}
+
+}  // namespace
+}  // namespace reclaimd::testing
