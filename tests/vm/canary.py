@@ -18,6 +18,7 @@ there; a deadline is met when the raw delay less the larger of them is within th
 punctual daemon on a starved guest passes, a late daemon fails whether the guest was punctual
 or crowded. Every judgement prints the raw delay and both figures.
 """
+import datetime
 import hashlib
 import os
 import subprocess
@@ -49,19 +50,23 @@ class Canary:
     """The canary's records from a run, and the host-to-guest clock offset that maps a window
     stamped in host arrival time onto the guest's uptime."""
 
-    def __init__(self, stalls, started, offset, host=None):
+    def __init__(self, stalls, started, offset, host=None, log_offset=None):
         self.stalls = stalls      # [(wake_ms, late_ms)] in guest uptime
         self.started = started    # the canary ran (its header line arrived)
         self.offset = offset      # host seconds - guest seconds, or None without a guest stamp
         self.host = host          # vcpuwait.VcpuWait of the run, or None: not sampled
+        self.log_offset = log_offset  # host seconds - reclaimd's log time, or None
 
     @classmethod
     def of(cls, lines, host=None):
         """From scenario.Line objects (Timeline.all): @@CANARY records, and the offset as the
         smallest arrival-minus-uptime of the lines that carry a guest stamp (t_ms): a line
         arrives after it was written, never before. host: the run's vcpuwait.VcpuWait."""
-        stalls, started, offset = [], False, None
+        stalls, started, offset, log_offset = [], False, None, None
         for l in lines:
+            logged = log_time(l.text) if l.kind == "event" else None
+            if logged is not None:
+                log_offset = l.t - logged if log_offset is None else min(log_offset, l.t - logged)
             if l.text.startswith("@@CANARY "):
                 parts = l.text.split()
                 if parts[1] == "#":
@@ -71,7 +76,20 @@ class Canary:
             elif l.kind in ("mark", "mem", "exit") and str(l.f.get("t_ms", "")).isdigit() and l.f["t_ms"] != "0":
                 d = l.t - int(l.f["t_ms"]) / 1000
                 offset = d if offset is None else min(offset, d)
-        return cls(stalls, started, offset, host)
+        return cls(stalls, started, offset, host, log_offset)
+
+    def written(self, line):
+        """When `line` was written in the guest, in host seconds: a mark's uptime stamp or a
+        log line's time through the offsets (each its series' smallest arrival lag); None
+        without a stamp. Between two lines this leaves out what the serial port and the host
+        took to carry them."""
+        if line.kind == "event" and self.log_offset is not None:
+            logged = log_time(line.text)
+            return None if logged is None else logged + self.log_offset
+        t_ms = str(line.f.get("t_ms", ""))
+        if line.kind in ("mark", "mem", "exit") and t_ms.isdigit() and self.offset is not None:
+            return int(t_ms) / 1000 + self.offset
+        return None
 
     def lost_guest(self, start_ms, end_ms):
         """(lost ms, late wake-ups, worst ms) over the guest-time window [start_ms, end_ms]."""
@@ -93,6 +111,16 @@ class Canary:
         """(vCPU s, main loop s) the host kept QEMU waiting for a CPU over the host-time window
         [start, end], or None when not sampled there."""
         return self.host.waited(start, end) if self.host is not None else None
+
+
+def log_time(text):
+    """reclaimd's log time of a line ("2026-12-02T13:00:00.000000 info event=..."), in seconds,
+    or None."""
+    try:
+        return datetime.datetime.fromisoformat(text.split(" ", 1)[0]).replace(
+            tzinfo=datetime.timezone.utc).timestamp()
+    except ValueError:
+        return None
 
 
 def judge(c, what, delay, limit, canary, window, guest_clock=False):

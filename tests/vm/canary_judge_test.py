@@ -16,24 +16,30 @@ import foundation_test  # noqa: E402
 import scenario  # noqa: E402
 import vcpuwait  # noqa: E402
 
-LOG = "2026-12-02T13:00:00.000000 info event="
 GRACE = 30
 OFFSET = 100.0  # host seconds at guest uptime 0
+LOG_LAG = 0.01  # how long after reclaimd's log time a log line arrives on the host
 
 
-def gradual_run(start_delay, stalls, with_canary=True):
+def log(host_t, event, lag=LOG_LAG):
+    """A reclaimd log line arriving at host_t, logged lag s earlier (guest wall time 13:00:00
+    at host OFFSET)."""
+    return f"2026-12-02T13:{(host_t - lag - OFFSET) // 60:02.0f}:{(host_t - lag - OFFSET) % 60:09.6f} info event={event}"
+
+
+def gradual_run(start_delay, stalls, with_canary=True, idle_lag=LOG_LAG):
     """The gradual scenario as the host sees it: the fill ends at guest 10 s (host 110 s), idle
-    begins start_delay s after the grace period's end; stalls: [(wake_ms, late_ms)] the
-    canary recorded, printed after the test."""
+    begins start_delay s after the grace period's end (its line carried idle_lag s after it was
+    logged); stalls: [(wake_ms, late_ms)] the canary recorded, printed after the test."""
     due = OFFSET + 10 + GRACE
     lines = [(OFFSET + 1, "@@SCENARIO gradual"),
-             (OFFSET + 1.1, LOG + "mode effective=gradual format=swappiness=0"),
+             (OFFSET + 1.1, log(OFFSET + 1.1, "mode effective=gradual format=swappiness=0")),
              (OFFSET + 10, "@@MARK fill_end t_ms=10000 burn_ms=500 counted_ms=500"),
              (OFFSET + 10.05, "@@MEM after_fill t_ms=10050 reclaimable_kib=307200"),
              (due - 4, f"@@MEM before_grace t_ms={round((due - 4 - OFFSET) * 1000)} reclaimable_kib=307200"),
-             (due + start_delay, LOG + "idle_entered"),
-             (due + start_delay + 0.1, LOG + "reclaim_step status=done"),
-             (due + start_delay + 0.2, LOG + "compact"),
+             (due + start_delay, log(due + start_delay, "idle_entered", idle_lag)),
+             (due + start_delay + 0.1, log(due + start_delay + 0.1, "reclaim_step status=done")),
+             (due + start_delay + 0.2, log(due + start_delay + 0.2, "compact")),
              (due + 20, f"@@MEM after_reclaim t_ms={round((due + 20 - OFFSET) * 1000)} reclaimable_kib=131072"),
              (due + 21, "@@EXIT gradual code=0")]
     if with_canary:
@@ -58,8 +64,8 @@ def host_wait(spans, step=vcpuwait.PERIOD_S):
     return w
 
 
-def judged(start_delay, stalls, with_canary=True, host=None):
-    t = gradual_run(start_delay, stalls, with_canary)
+def judged(start_delay, stalls, with_canary=True, host=None, idle_lag=LOG_LAG):
+    t = gradual_run(start_delay, stalls, with_canary, idle_lag)
     c = scenario.Checks("t")
     foundation_test.check_gradual(c, t.of("gradual"), GRACE, "6.12", canary.Canary.of(t.all, host))
     return c
@@ -130,6 +136,16 @@ class Judge(unittest.TestCase):
         canary.judge(c, "exit", 1.4, 1.0, late, (1000, 2400), guest_clock=True)
         self.assertEqual(c.failed, [], c.lines)
         self.assertIn("host: vCPU waited 0.700 s", c.lines[0])
+
+    def test_the_guests_stamps_tell_the_lines_carriage_from_the_daemons_time(self):
+        # idle_entered was logged 0.3 s after the grace's end and carried 0.5 s: +0.8 s raw. By
+        # the stamps +0.31 s: the log lines' quickest carriage (10 ms) is taken as none, as the
+        # marks' (0 ms here) is.
+        c = judged(0.8, [], idle_lag=0.5)
+        figures = dict(c.figures)
+        self.assertEqual(figures.get("6.12 gradual: reclaim start after grace end, by the guest's stamps"),
+                         "+0.310 s", c.figures)
+        self.assertEqual(figures.get("6.12 gradual: reclaim start after grace end (idle_entered)"), "+0.800 s")
 
     def test_a_stall_before_the_window_excuses_nothing(self):
         c = judged(1.8, [(39500, 1200)])  # ended 0.5 s before the grace period's end

@@ -76,6 +76,14 @@ def check_probe_access(c, s, series):
     c.check(got.get("access_used", "").startswith("refaults"), "probe: says which access information reclaimd uses")
 
 
+def stamped(c, what, late, fill_end, line, grace):
+    """The same delay by the guest's own stamps (the mark's uptime, reclaimd's log time), so
+    the serial port's and the host's carrying of the two lines is told from the daemon's time."""
+    at, end = late.written(line), late.written(fill_end)
+    if at is not None and end is not None:
+        c.figure(f"{what}, by the guest's stamps", f"{at - (end + grace):+.3f} s")
+
+
 def check_gradual(c, s, grace, series, late):
     fill_end = s.mark("fill_end")
     idle = s.first("idle_entered")
@@ -89,6 +97,7 @@ def check_gradual(c, s, grace, series, late):
     start_delay = idle.t - (fill_end.t + grace)
     step_delay = step.t - (fill_end.t + grace)
     c.figure(f"{series} gradual: reclaim start after grace end (idle_entered)", f"{start_delay:+.3f} s")
+    stamped(c, f"{series} gradual: reclaim start after grace end", late, fill_end, idle, grace)
     check_early(c, "gradual", start_delay, grace, fill_end)
     due = fill_end.t + grace
     canary.judge(c, "gradual: reclaim starts within 1 s of the grace period ending", start_delay, 1.0, late, (due, idle.t))
@@ -115,6 +124,7 @@ def check_dropcache(c, s, grace, series, late):
         return
     delay = drop.t - (fill_end.t + grace)
     c.figure(f"{series} dropcache: drop after grace end", f"{delay:+.3f} s")
+    stamped(c, f"{series} dropcache: drop after grace end", late, fill_end, drop, grace)
     check_early(c, "dropcache", delay, grace, fill_end)
     canary.judge(c, "dropcache: dropped within 1 s after grace end", delay, 1.0, late, (fill_end.t + grace, drop.t))
     c.check(len(s.events("dropcache")) == 1, f"dropcache: once per idle period ({len(s.events('dropcache'))})")
