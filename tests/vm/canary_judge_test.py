@@ -147,6 +147,14 @@ class Judge(unittest.TestCase):
                          "+0.310 s", c.figures)
         self.assertEqual(figures.get("6.12 gradual: reclaim start after grace end (idle_entered)"), "+0.800 s")
 
+    def test_progress_over_a_busy_guest_takes_off_only_the_canarys_time(self):
+        late = canary.Canary([(2000, 300)], True, OFFSET, host_wait([(OFFSET, OFFSET + 60, 0.4)]))
+        c = scenario.Checks("t")
+        canary.judge(c, "bound", 50.0, 45.0, late, (0, 50000), guest_clock=True, progress=True)
+        self.assertTrue(c.lines[0].startswith("FAIL"), c.lines)
+        self.assertIn("host: vCPU waited 20.000 s, main loop 10.000 s (not taken off: progress); net +49.700 s",
+                      c.lines[0])
+
     def test_a_stall_before_the_window_excuses_nothing(self):
         c = judged(1.8, [(39500, 1200)])  # ended 0.5 s before the grace period's end
         self.assertTrue(starts(c)[0].startswith("FAIL"), c.lines)

@@ -147,7 +147,8 @@ def check_cache(c, series, tag, late, start_ms):
     what = f"{tag}: cache at most {BOUND_MIB:.0f} MiB within {WITHIN_S:.0f} s (at the end {mib[-1][1]:.0f} MiB)"
     if not c.check(reached is not None, f"{what}: reached"):
         return
-    canary.judge(c, what, reached, WITHIN_S, late, (start_ms, start_ms + reached * 1000), guest_clock=True)
+    canary.judge(c, what, reached, WITHIN_S, late, (start_ms, start_ms + reached * 1000), guest_clock=True,
+                 progress=True)
     c.check(mib[-1][1] <= BOUND_MIB, f"{tag}: still at most {BOUND_MIB:.0f} MiB at the end ({mib[-1][1]:.0f} MiB)")
     c.figure(f"{tag}: lowest sampled reclaimable", f"{min(m for _, m in mib):.1f} MiB")
 

@@ -50,7 +50,8 @@ def check_units(c, s, kernel, late):
     what = f"{tag}: the scope's cache at most {UNIT_BOUND_MIB:.1f} MiB within {UNITS_WITHIN_S} s"
     if c.check(reached is not None, f"{what}: reached"):
         start_ms = int(s.mark("start").f["t_ms"])
-        canary.judge(c, what, reached, UNITS_WITHIN_S, late, (start_ms, start_ms + reached * 1000), guest_clock=True)
+        canary.judge(c, what, reached, UNITS_WITHIN_S, late, (start_ms, start_ms + reached * 1000), guest_clock=True,
+                     progress=True)
     c.check(last["build_kib"] / 1024 <= UNIT_BOUND_MIB, f"{tag}: and at the end ({last['build_kib'] / 1024:.1f} MiB)")
     if quiet:
         c.figure(f"{tag}: unit_quiet", quiet[0].text)
