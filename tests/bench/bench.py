@@ -31,12 +31,14 @@ boots.py holds what a boot printed. Exit status 1 if a sanity check fails (--smo
 that the pipeline ran and the numbers are sane; the targets are reported, not asserted).
 """
 import argparse
+import concurrent.futures
 import datetime
 import glob
 import json
 import os
 import shutil
 import sys
+import threading
 import time
 from typing import NamedTuple
 
@@ -261,6 +263,29 @@ def report(out, meta, boots, rows):
           f"{', '.join(pngs) or 'no plot'} (each with its .csv and -events.csv)")
 
 
+def run_boots(a, jobs, plans, durations):
+    """Boots every (kernel, configuration) of `jobs`, a.jobs at a time; returns them in the
+    order of `jobs`. Raw data and CSVs are written after every boot: a run cut short keeps what
+    finished."""
+    done, lock = {}, threading.Lock()
+
+    def one(job):
+        k, cfg = job
+        t = time.monotonic()
+        b = run_boot(a, k, cfg, plans[k], durations, a.out)
+        with lock:
+            done[job] = b
+            save_raw(a.out, b)
+            print(f"bench: {k} {cfg} done in {time.monotonic() - t:.0f} s", flush=True)
+            boots = [done[j] for j in jobs if j in done]
+            write_csvs(a.out, boots, [r for x in boots for r in boot_rows(x, plans[x.kernel], durations[0])])
+
+    with concurrent.futures.ThreadPoolExecutor(max_workers=a.jobs) as pool:
+        for f in [pool.submit(one, j) for j in jobs]:
+            f.result()
+    return [done[j] for j in jobs]
+
+
 def _fraction(text):
     num, _, den = text.partition("/")
     return float(num) / float(den or 1)
@@ -298,7 +323,11 @@ def main(argv=None):
                    "whatever the host's speed (the rebuild's cost)")
     p.add_argument("--no-check", action="store_true", help="report only; never fail on sanity")
     p.add_argument("--verbose", action="store_true", help="echo the guest's lines")
+    p.add_argument("--jobs", type=int, default=1, help="boots run side by side (one VM a core: at most "
+                   "the host's cores; timings are then the loaded host's)")
     a = p.parse_args(argv)
+    if a.jobs < 1:
+        p.error("--jobs must be at least 1")
     if a.report:
         with open(os.path.join(a.out, "meta.json")) as fh:
             meta = json.load(fh)
@@ -337,7 +366,7 @@ def main(argv=None):
     durations = (GRACE * scale, PAUSE * scale, LONG * scale, SHORT * scale)
     grace = durations[0]
     plans = {k: kplans.get(k, " ".join(plan)).split() for k in kernel_list}
-    est = sum(plan_seconds(plans[k], durations, a) + 5 for k in kernel_list) * len(configs)
+    est = sum(plan_seconds(plans[k], durations, a) + 5 for k in kernel_list) * len(configs) / a.jobs
     os.makedirs(a.out, exist_ok=True)
     for old in ("raw", "plot-data"):  # a previous run's boots would mix into the report
         shutil.rmtree(os.path.join(a.out, old), ignore_errors=True)
@@ -351,16 +380,10 @@ def main(argv=None):
           f"{durations[2]:g} s, short idle {durations[3]:g} s), kernels {kernel_list}, configs "
           f"{configs}, plans {plans}; estimated {est / 60:.1f} min; output in {a.out}", flush=True)
     image.ensure()
-    boots, rows = [], []
     for k in kernel_list:
-        for cfg in configs:
-            t = time.monotonic()
-            b = run_boot(a, k, cfg, plans[k], durations, a.out)
-            boots.append(b)
-            save_raw(a.out, b)
-            rows += boot_rows(b, plans[k], grace)
-            print(f"bench: {k} {cfg} done in {time.monotonic() - t:.0f} s", flush=True)
-            write_csvs(a.out, boots, rows)  # after every boot: a cut-short run keeps its data
+        kernels.ensure(k)
+    boots = run_boots(a, [(k, cfg) for k in kernel_list for cfg in configs], plans, durations)
+    rows = [r for b in boots for r in boot_rows(b, plans[b.kernel], grace)]
     finished = datetime.datetime.now(datetime.timezone.utc)
     meta["finished"] = f"{finished:%H:%M}"
     with open(os.path.join(a.out, "meta.json"), "w") as fh:
