@@ -33,11 +33,17 @@ apt-get install -y -qq --no-install-recommends $(grep -hv '^#' deploy/build-pack
 jobs=$(nproc)
 step "building (release with GCC; ASan+UBSan and the fuzz targets with clang)"
 # Every kind of test on, whatever an earlier configure of these directories left in the cache.
-cmake -S . -B build/release -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRECLAIMD_TESTS=ON -DRECLAIMD_BENCH=ON \
-	-DRECLAIMD_VM_TESTS=ON >/dev/null
+# Without debug information (-g0 after Debian's -g, for this configure only: the package test's
+# own build keeps it): no test reads it, and it was 30-40 % of GCC's time per file (EngineTest.cpp
+# 7.4 s -> 4.5 s of CPU); the guests' initramfs carries the binary without it too.
+DEB_CXXFLAGS_APPEND=-g0 cmake -S . -B build/release -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRECLAIMD_TESTS=ON \
+	-DRECLAIMD_BENCH=ON -DRECLAIMD_VM_TESTS=ON >/dev/null
 cmake --build build/release -j"$jobs"
 # One sanitizer build for the unit tests and the fuzz targets: clang's UBSan, and libFuzzer.
-cmake -S . -B build/sanitize -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRECLAIMD_FUZZ=ON \
+# Line tables only: what the sanitizers' reports need for file:line, 15 % less of clang's time
+# per file than full debug information.
+cmake -S . -B build/sanitize -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+	-DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 -gline-tables-only -DNDEBUG" -DRECLAIMD_FUZZ=ON \
 	-DRECLAIMD_FUZZ_SECONDS=90 -DRECLAIMD_FUZZ_TIMEOUT=20 -DRECLAIMD_TESTS=ON -DRECLAIMD_BENCH=OFF -DRECLAIMD_VM_TESTS=OFF >/dev/null
 cmake --build build/sanitize -j"$jobs"
 
