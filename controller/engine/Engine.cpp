@@ -30,29 +30,28 @@ bool within(std::string_view path, std::string_view ancestor) {
 Engine::Engine(policies::Policy policy, EngineSetup setup)
     : policy_(std::move(policy)),
       setup_(std::move(setup)),
-      detector_(idleConfigOf(policy_.idle)),
-      busy_(policy_.idle.grace, setup_.ownCgroup) {
+      idle_(idleConfigOf(policy_.idle), policy_.idle.grace, setup_.ownCgroup) {
   setPolicy(policy_);
 }
 
 void Engine::setPolicy(policies::Policy policy) {
   policy_ = std::move(policy);
-  detector_.reconfigure(idleConfigOf(policy_.idle));
-  busy_.setWindow(policy_.idle.grace);
+  idle_.detector.reconfigure(idleConfigOf(policy_.idle));
+  idle_.busy.setWindow(policy_.idle.grace);
   applyRuleDetectors();
   compact_ = policy_.reclaim.compact && caps_.compactMemory;
   // Targets keep their state; the next walk re-resolves their rules. Their scopes take the new
   // settings as they are made again.
   // A backoff in progress outlives the scopes: the calm period is the machine's, not the file's.
-  lastWalk_.reset();
-  heldScopes_.clear();
-  for (TargetState& t : targets_) {
-    if (t.scope) heldScopes_.emplace(t.path, std::move(*t.scope));
+  targets_.lastWalk.reset();
+  pressure_.held.clear();
+  for (TargetState& t : targets_.all) {
+    if (t.scope) pressure_.held.emplace(t.path, std::move(*t.scope));
     t.scope.reset();
   }
-  std::optional<Scope> machine = std::move(machineScope_);
-  machineScope_.reset();
-  for (auto& [id, w] : watched_)
+  std::optional<Scope> machine = std::move(pressure_.machine);
+  pressure_.machine.reset();
+  for (auto& [id, w] : pressure_.watched)
     w.stale = true;  // every scope is made anew, and watched anew
   if (!policy_.pressure.enabled) {
     emit(Severity::Info, "pressure_watch")
@@ -61,8 +60,8 @@ void Engine::setPolicy(policies::Policy policy) {
         .add("reason", "pressure.enabled is false");
     return;
   }
-  machineScope_.emplace("machine", policy_.pressure);
-  if (machine) machineScope_->inherit(*machine);
+  pressure_.machine.emplace("machine", policy_.pressure);
+  if (machine) pressure_.machine->inherit(*machine);
 }
 
 // Detectors for the idle settings that rules use beyond the machine's; history is kept for
@@ -78,23 +77,23 @@ void Engine::applyRuleDetectors() {
     const IdleConfig c = idleConfigOf(rule.idle);
     if (same(machine, c)) continue;
     if (std::any_of(next.begin(), next.end(), [&](const RuleDetector& d) { return same(d.config, c); })) continue;
-    auto old = std::find_if(ruleDetectors_.begin(), ruleDetectors_.end(),
-                            [&](const RuleDetector& d) { return same(d.config, c); });
-    if (old != ruleDetectors_.end())
+    auto old =
+        std::find_if(idle_.rules.begin(), idle_.rules.end(), [&](const RuleDetector& d) { return same(d.config, c); });
+    if (old != idle_.rules.end())
       next.push_back(std::move(*old));
     else
       next.push_back(RuleDetector{c, IdleDetector(c), {}});
   }
-  ruleDetectors_ = std::move(next);
+  idle_.rules = std::move(next);
 }
 
 const IdleVerdict& Engine::systemVerdict(const policies::IdleSettings& idle) const {
   const IdleConfig c = idleConfigOf(idle);
-  for (const auto& d : ruleDetectors_) {
+  for (const auto& d : idle_.rules) {
     if (d.config.thresholdPercent == c.thresholdPercent && d.config.grace == c.grace && d.config.interval == c.interval)
       return d.verdict;
   }
-  return verdict_;
+  return idle_.verdict;
 }
 
 void Engine::setCapabilities(const Capabilities& caps, std::string_view why) {
@@ -103,8 +102,8 @@ void Engine::setCapabilities(const Capabilities& caps, std::string_view why) {
   const EffectiveMode chosen = chooseMode(policy_.reclaimMode(), caps_, !policy_.rules.empty());
   const bool changed = !(chosen == mode_) || chosen.reason != mode_.reason;
   mode_ = chosen;
-  lastWalk_.reset();
-  if (mode_.mode != policies::Mode::Gradual) targets_.clear();
+  targets_.lastWalk.reset();
+  if (mode_.mode != policies::Mode::Gradual) targets_.all.clear();
   if (!changed) return;
   emit(mode_.fellBack ? Severity::Warn : Severity::Info, "mode")
       .add("requested", toString(policy_.reclaimMode()))
@@ -130,16 +129,16 @@ Plan Engine::turn(TimePoint now, Sensors& in) {
     return plan;
   }
   observeCpu(in, CpuSample{now, cpu->busy, cpu->total, in.ownCpu()});
-  if (mode_.mode != policies::Mode::Disabled && !verdict_.idle() && busy_.due(now)) {
+  if (mode_.mode != policies::Mode::Disabled && !idle_.verdict.idle() && idle_.busy.due(now)) {
     if (auto scan = in.cgroupCpuScan()) {
-      busy_.add(now, cpu->total, in.ownCpu(), std::move(*scan));
+      idle_.busy.add(now, cpu->total, in.ownCpu(), std::move(*scan));
     } else {
-      busy_.failed(now);
+      idle_.busy.failed(now);
     }
   }
   sayWhyHeld(now, in);
-  if (machineScope_ && mode_.mode != policies::Mode::Disabled && machineScope_->needsTotals())
-    samplePressure(*machineScope_, kMachineScope, now, in);
+  if (pressure_.machine && mode_.mode != policies::Mode::Disabled && pressure_.machine->needsTotals())
+    samplePressure(*pressure_.machine, kMachineScope, now, in);
   switch (mode_.mode) {
     case policies::Mode::Disabled: break;
     case policies::Mode::DropCache: dropCacheTurn(now, in, plan); break;
@@ -153,19 +152,19 @@ Plan Engine::turn(TimePoint now, Sensors& in) {
 }
 
 void Engine::observeCpu(Sensors& in, const CpuSample& sample) {
-  verdict_ = detector_.add(sample);
-  for (auto& d : ruleDetectors_)
+  idle_.verdict = idle_.detector.add(sample);
+  for (auto& d : idle_.rules)
     d.verdict = d.detector.add(sample);
-  const IdleVerdict& v = verdict_;
+  const IdleVerdict& v = idle_.verdict;
   if (v.reset) emit(Severity::Info, "idle_reset").add("reason", "cpu counters went backwards");
   if (v.periodEnded) {
     emit(Severity::Info, "idle_left")
         .add("window_busy_pct", v.windowPercent, 3)
         .add("interval_busy_pct", v.intervalPercent, 3);
-    period_ = PeriodState{};
+    idle_.period = PeriodState{};
   }
   if (v.periodStarted) {
-    ++idlePeriods_;
+    ++counters_.idlePeriods;
     auto mem = in.meminfo();
     emit(Severity::Info, "idle_entered")
         .add("window_busy_pct", v.windowPercent, 3)
@@ -183,53 +182,54 @@ void Engine::observeCpu(Sensors& in, const CpuSample& sample) {
 // Why memory is still held, said at info at most once a minute and only when the answer (the
 // detector's state) changes: a busy machine otherwise logs nothing for as long as it is busy.
 void Engine::sayWhyHeld(TimePoint now, Sensors& in) {
-  if (mode_.mode == policies::Mode::Disabled || verdict_.idle()) {
-    heldSaid_.reset();
+  if (mode_.mode == policies::Mode::Disabled || idle_.verdict.idle()) {
+    said_.held.reset();
     return;
   }
-  if (heldSaid_ && now - heldSaidAt_ < kHeldEvery) return;  // first: the check runs every tick
+  if (said_.held && now - said_.heldAt < kHeldEvery) return;  // first: the check runs every tick
   // The answer: the state and the cgroups named (not their shares, which move every scan).
-  const auto busy = busy_.top(kBusyTop, now);
+  const auto busy = idle_.busy.top(kBusyTop, now);
   std::string names;
   for (const BusyCgroup& b : busy)
     names += b.path + "\n";
-  const bool same = heldSaid_ && *heldSaid_ == verdict_.state && heldNames_ == names;
-  if (heldSaid_ && (same || now - heldSaidAt_ < kHeldEvery)) return;
-  const auto warmupShare = detector_.heldBusyPercent();
-  if (verdict_.state == IdleState::Warmup && !warmupShare) return;  // one sample says nothing yet
-  heldSaid_ = verdict_.state;
-  heldNames_ = std::move(names);
-  heldSaidAt_ = now;
+  const bool same = said_.held && *said_.held == idle_.verdict.state && said_.heldNames == names;
+  if (said_.held && (same || now - said_.heldAt < kHeldEvery)) return;
+  const auto warmupShare = idle_.detector.heldBusyPercent();
+  if (idle_.verdict.state == IdleState::Warmup && !warmupShare) return;  // one sample says nothing yet
+  said_.held = idle_.verdict.state;
+  said_.heldNames = std::move(names);
+  said_.heldAt = now;
   Event& e = emit(Severity::Info, "held");
-  e.add("state", toString(verdict_.state))
-      .add("busy_pct", verdict_.state == IdleState::Warmup ? warmupShare.value_or(0) : verdict_.windowPercent, 3)
+  e.add("state", toString(idle_.verdict.state))
+      .add("busy_pct", idle_.verdict.state == IdleState::Warmup ? warmupShare.value_or(0) : idle_.verdict.windowPercent,
+           3)
       .add("threshold_pct", policy_.idle.thresholdPercent, 3);
   if (auto mem = in.meminfo()) {
     const std::uint64_t r = mem->reclaimable();
     e.mib("waiting_mib", r > policy_.reclaim.floor ? r - policy_.reclaim.floor : 0);
   }
-  if (auto at = detector_.predictIdle(); at && *at > now)
+  if (auto at = idle_.detector.predictIdle(); at && *at > now)
     e.add("reclaim_in_s_if_quiet", std::chrono::duration<double>(*at - now).count(), 0);
   if (!busy.empty()) e.add("busy_cgroups", formatBusyCgroups(busy));
   // What goes on meanwhile: busy targets' cold cache is trimmed (gradual), or nothing.
   const bool trimming = mode_.mode == policies::Mode::Gradual && policy_.trim.enabled;
-  e.add("trim", trimming ? "on" : "off").mib("trimmed_mib", trimmed_);
+  e.add("trim", trimming ? "on" : "off").mib("trimmed_mib", counters_.trimmed);
 }
 
 void Engine::dropCacheTurn(TimePoint now, Sensors& in, Plan& plan) {
-  const bool pressed = machineScope_ && machineScope_->backoff().active();
-  const DropPlan drop = decideDrop(verdict_, period_, pressed, compact_);
-  if (verdict_.idle() && pressed && !period_.dropped && !std::exchange(dropPausedSaid_, true))
+  const bool pressed = pressure_.machine && pressure_.machine->backoff().active();
+  const DropPlan drop = decideDrop(idle_.verdict, idle_.period, pressed, compact_);
+  if (idle_.verdict.idle() && pressed && !idle_.period.dropped && !std::exchange(said_.dropPaused, true))
     emit(Severity::Info, "dropcache_paused").add("reason", "memory pressure");
   if (!drop.dropCache) return;
-  dropPausedSaid_ = false;
-  period_.dropped = true;
+  said_.dropPaused = false;
+  idle_.period.dropped = true;
   if (setup_.dryRun) {
     auto mem = in.meminfo();
     emit(Severity::Info, "dropcache")
         .add("dry_run", true)
         .add("reclaimable_mib", mem ? formatMiB(mem->reclaimable()) : "?");
-    if (mem) wouldReclaim_ += mem->reclaimable();
+    if (mem) counters_.wouldReclaim += mem->reclaimable();
     note(nullptr, "would drop caches", now);
     if (drop.compact) wantsCompaction(0);
     return;
@@ -245,7 +245,7 @@ void Engine::dropped(const Result<void>& result, std::uint64_t before, std::opti
     return;
   }
   const std::uint64_t afterBytes = after.value_or(before);
-  ++dropcaches_;
+  ++counters_.dropcaches;
   note(nullptr, "dropped caches, " + formatSize(before > afterBytes ? before - afterBytes : 0) + " freed", now);
   emit(Severity::Info, "dropcache")
       .mibSigned("freed_mib", static_cast<std::int64_t>(before) - static_cast<std::int64_t>(afterBytes))
@@ -255,26 +255,26 @@ void Engine::dropped(const Result<void>& result, std::uint64_t before, std::opti
 }
 
 void Engine::compacted(const Result<void>& result, nanoseconds took, TimePoint) {
-  period_.compacted = true;
+  idle_.period.compacted = true;
   if (!result) {
     emit(Severity::Warn, "compact").add("error", result.error().message()).ms("took_ms", took);
     return;
   }
-  ++compactions_;
+  ++counters_.compactions;
   emit(Severity::Info, "compact").ms("took_ms", took);
 }
 
 bool Engine::wantsCompaction(std::uint64_t freed) {
   if (!compact_) return false;
-  uncompacted_ += freed;
+  turn_.uncompacted += freed;
   // While the machine is busy (probes, busy neighbours), compaction waits for kCompactAfterBusy
   // freed: a probe frees a few MiB, compaction walks all of memory in reclaimd's own CPU time
   // (hundreds of ms under TCG), and the host takes only whole 2 MiB blocks anyway.
-  const std::uint64_t enough = verdict_.idle() ? policies::kMinRequestBytes : kCompactAfterBusy;
-  const bool wanted = uncompacted_ >= enough || (verdict_.idle() && !period_.compacted);
-  if (wanted) uncompacted_ = 0;
+  const std::uint64_t enough = idle_.verdict.idle() ? policies::kMinRequestBytes : kCompactAfterBusy;
+  const bool wanted = turn_.uncompacted >= enough || (idle_.verdict.idle() && !idle_.period.compacted);
+  if (wanted) turn_.uncompacted = 0;
   if (!wanted || !setup_.dryRun) return wanted;
-  if (!std::exchange(period_.compacted, true)) emit(Severity::Info, "compact").add("dry_run", true);
+  if (!std::exchange(idle_.period.compacted, true)) emit(Severity::Info, "compact").add("dry_run", true);
   return false;
 }
 
@@ -283,16 +283,16 @@ TimePoint Engine::nextWake(TimePoint now) const {
   const nanoseconds regular = idle.samplePeriod;
   // The sample period while busy: the tightest any busy detector asks for, regular when none is.
   nanoseconds period = regular;
-  if (verdict_.spanPercent > idle.thresholdPercent)
-    period = std::min(period, busySamplePeriod(idle, detector_.config()));
+  if (idle_.verdict.spanPercent > idle.thresholdPercent)
+    period = std::min(period, busySamplePeriod(idle, idle_.detector.config()));
   // Candidate wake-ups: predictions of when something becomes idle, if it stays quiet.
   std::vector<std::optional<TimePoint>> predicted;
-  if (!verdict_.idle()) predicted.push_back(detector_.predictIdle());
-  for (const auto& d : ruleDetectors_) {
+  if (!idle_.verdict.idle()) predicted.push_back(idle_.detector.predictIdle());
+  for (const auto& d : idle_.rules) {
     if (d.verdict.spanPercent > d.config.thresholdPercent) period = std::min(period, busySamplePeriod(idle, d.config));
     if (!d.verdict.idle()) predicted.push_back(d.detector.predictIdle());
   }
-  for (const TargetState& t : targets_) {
+  for (const TargetState& t : targets_.all) {
     if (!t.cpuIdle) continue;
     if (t.cpuVerdict.spanPercent > t.gov.idle.thresholdPercent) period = std::min(period, fastestSamplePeriod(idle));
     if (!t.cpuVerdict.idle()) predicted.push_back(t.cpuIdle->predictIdle());
@@ -304,11 +304,11 @@ TimePoint Engine::nextWake(TimePoint now) const {
       if (p && *p + 1ms < next) next = std::max(*p + 1ms, now + 1ms);
     }
   }
-  if (mode_.mode == policies::Mode::Gradual && !policy_.rules.empty() && lastWalk_)
-    next = std::min(next, std::max(*lastWalk_ + kWalkPeriod, now + 1ms));
+  if (mode_.mode == policies::Mode::Gradual && !policy_.rules.empty() && targets_.lastWalk)
+    next = std::min(next, std::max(*targets_.lastWalk + kWalkPeriod, now + 1ms));
   // A probe due before the next sample: wake for it, so probes keep their interval.
   if (mode_.mode == policies::Mode::Gradual) {
-    for (const TargetState& t : targets_) {
+    for (const TargetState& t : targets_.all) {
       if (t.trim.baselined && t.trim.next > now && trimDue(t, t.trim.next)) next = std::min(next, t.trim.next);
     }
   }
@@ -316,18 +316,18 @@ TimePoint Engine::nextWake(TimePoint now) const {
 }
 
 void Engine::sampleError(const Error& error, TimePoint now) {
-  ++sampleErrors_;
-  if (sampleErrors_ == 1 || !lastSampleErrorSaid_ || now - *lastSampleErrorSaid_ >= kSampleErrorEvery) {
-    emit(Severity::Warn, "sample_skipped").add("error", error.message()).add("count", sampleErrors_);
-    lastSampleErrorSaid_ = now;
+  ++counters_.sampleErrors;
+  if (counters_.sampleErrors == 1 || !said_.sampleErrorAt || now - *said_.sampleErrorAt >= kSampleErrorEvery) {
+    emit(Severity::Warn, "sample_skipped").add("error", error.message()).add("count", counters_.sampleErrors);
+    said_.sampleErrorAt = now;
   }
 }
 
 void Engine::note(TargetState* t, std::string what, TimePoint now) {
-  lastAction_ = std::move(what);
-  lastActionAt_ = now;
+  counters_.lastAction = std::move(what);
+  counters_.lastActionAt = now;
   if (t == nullptr) return;
-  t->lastAction = lastAction_;
+  t->lastAction = counters_.lastAction;
   t->lastActionAt = now;
 }
 

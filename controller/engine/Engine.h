@@ -4,9 +4,10 @@
 // each command it carried out; the engine pulls the readings its decisions need through Sensors
 // (Ports.h; a quiet tick reads /proc/stat and nothing else) and answers with the next command:
 // a chunk of a step to write, caches to drop, memory to compact, a pressure scope to watch or
-// forget, the kernel to probe again. The engine owns the idle detectors, the targets' state, the
-// pressure scopes' backoffs, the refault watches and the counters. It makes no syscall, reads no
-// clock and logs nothing itself: what it has to say comes back as Events the shell logs.
+// forget, the kernel to probe again. Its state is a few plain structs (EngineState.h), one per
+// part of the law: the machine's idleness, the targets, pressure, the turn in progress, the
+// counters, and what the log has already said. It makes no syscall, reads no clock and logs
+// nothing itself: what it has to say comes back as Events the shell logs.
 #pragma once
 
 #include <chrono>
@@ -25,6 +26,7 @@
 #include "controller/engine/Capabilities.h"
 #include "controller/engine/Commands.h"
 #include "controller/engine/Decide.h"
+#include "controller/engine/EngineState.h"
 #include "controller/engine/IdleDetector.h"
 #include "controller/engine/ModeChoice.h"
 #include "controller/engine/Ports.h"
@@ -40,9 +42,6 @@ namespace reclaimd::controller {
 // and a walk made in the same turn always precedes a write, so a protected cgroup created under
 // a target is never reclaimed through it.
 inline constexpr std::chrono::seconds kWalkPeriod{5};
-// A pass's writes stop after this much time even if budget remains; the next tick goes on.
-// Keeps each loop turn short however slow the kernel is.
-inline constexpr std::chrono::seconds kPassBudget{1};
 // At the floors, with no refault watch and no backoff, the cache is measured again only this
 // often: a quiet tick reads /proc/stat alone. Cache regrowing at the floor is trimmed within it.
 inline constexpr std::chrono::seconds kRecheckAtFloor{5};
@@ -63,20 +62,6 @@ inline constexpr std::chrono::minutes kTrimSummaryEvery{10};
 // While the machine is busy, free memory is compacted once this much has been freed since.
 inline constexpr std::uint64_t kCompactAfterBusy = 64ULL << 20;
 
-struct PlannedShare {
-  std::uint32_t target = 0;
-  std::uint64_t bytes = 0;  // at most this much asked in this step
-  std::uint64_t known = 0;  // the target's reclaimable bytes, measured this turn
-  bool trim = false;        // a probe of a busy target, not an idle target's step
-  std::uint64_t floor = 0;  // where this step stops (a probe's floor may be held higher)
-};
-
-struct Plan {
-  std::vector<PlannedShare> shares;  // gradual: in order
-  bool dropCache = false;            // dropcache: sync, drop, then compact when compactAfterDrop
-  bool compactAfterDrop = false;
-  TimePoint wake{};  // the next turn, unless an event comes first
-};
 
 
 class Engine {
@@ -94,7 +79,7 @@ class Engine {
   // The one entry point while running (Commands.h): takes what happened, answers what to do.
   Output decide(const Input& input, Sensors& in);
   // True between a tick's first decide() and the one that answers no command.
-  bool inTurn() const { return tick_.has_value(); }
+  bool inTurn() const { return turn_.tick.has_value(); }
 
   // The engine's part of `reclaimd status` and the metrics at `now`; `unixNow` is the wall
   // clock's Unix time at that instant, and `when` renders an engine time as the wall-clock
@@ -107,48 +92,15 @@ class Engine {
   void fillReclaimable(Status& status, Sensors& in) const;
   // The label logs, status and metrics give a target's rule: its match text, "machine", "unit".
   std::string ruleLabel(const TargetState& t) const;
-  const IdleVerdict& verdict() const { return verdict_; }
-  const std::vector<TargetState>& targets() const { return targets_; }
+  const IdleVerdict& verdict() const { return idle_.verdict; }
+  const std::vector<TargetState>& targets() const { return targets_.all; }
   const Capabilities& capabilities() const { return caps_; }
-  const std::string& lastAction() const { return lastAction_; }
-  std::optional<TimePoint> lastActionAt() const { return lastActionAt_; }
+  const std::string& lastAction() const { return counters_.lastAction; }
+  std::optional<TimePoint> lastActionAt() const { return counters_.lastActionAt; }
   // What happened since the last call, oldest first.
   Events takeEvents() { return std::exchange(events_, {}); }
 
  private:
-  struct RuleDetector {
-    IdleConfig config;
-    IdleDetector detector;
-    IdleVerdict verdict;
-  };
-
-  // A turn in progress: its plan, and how far the commands that carry it out have gone.
-  struct Tick {
-    Plan plan;
-    bool gradual = false;       // the mode when the turn began (a re-probe may change it)
-    bool dropAsked = false;     // dropcache: the drop, then the compaction after it
-    bool compactAsked = false;
-    std::uint64_t dropBefore = 0;  // the machine's reclaimable bytes before the drop
-    std::size_t share = 0;         // gradual: the share being written, or the next one
-    std::optional<StepRun> step;   // ... its step
-    bool pressed = false;          // the step stopped for pressure
-    std::chrono::nanoseconds left = kPassBudget;  // the pass's write time left
-    std::uint64_t freed = 0;                      // by the pass so far
-  };
-  // A scope as last told to the shell; `stale` after a reload, which makes every scope anew.
-  struct Watching {
-    std::string path;
-    std::uint64_t inode = 0;
-    psi::TriggerSpec trigger;
-    bool stale = false;
-  };
-  struct ScopeView {
-    ScopeId id;
-    std::string cgroupPath;
-    std::uint64_t inode;
-    psi::TriggerSpec trigger;
-  };
-
   // EngineDecide.cpp: the commands of a tick, and what their results change.
   void absorb(const Input& input, Sensors& in);
   std::optional<Command> tickCommand(const Input& input, Sensors& in);
@@ -260,67 +212,12 @@ class Engine {
   EffectiveMode mode_;
   bool compact_ = false;  // the policy asks for compaction and the kernel has compact_memory
 
-  IdleDetector detector_;  // the machine, under the policy's idle settings
-  BusyCgroups busy_;       // which cgroups keep the machine busy (scans while it is not idle)
-  IdleVerdict verdict_;
-  std::vector<RuleDetector> ruleDetectors_;
-  PeriodState period_;  // the machine's idle period (dropcache, compaction on entry)
-  bool dropPausedSaid_ = false;
-  std::optional<IdleState> heldSaid_;  // the state the last "held" event gave
-  std::string heldNames_;              // and the busy cgroups it named, one a line
-  TimePoint heldSaidAt_{};
-
-  std::vector<TargetState> targets_;
-  // Units left at rest (at their floor, or stalled): the reclaimable bytes they held then, so a
-  // unit is taken again only when its cache grew. Kept while the unit stays quiet.
-  struct Rest {
-    std::uint64_t inode = 0;
-    std::uint64_t bytes = 0;
-  };
-  std::unordered_map<std::string, Rest> unitRest_;
-  std::optional<TimePoint> unitsJudgedAt_;  // the scan units were last judged from
-  std::uint32_t nextId_ = 1;                // 0 is the machine's scope
-  std::optional<TimePoint> lastWalk_;
-  std::optional<Scope> machineScope_;
-  // The cgroups said to lack the memory controller (cleared past kMaxUnaccountedSaid: a tree
-  // whose containers come and go must not grow it without end).
-  static constexpr std::size_t kMaxUnaccountedSaid = 4096;
-  std::unordered_set<std::string> unaccountedSaid_;
-  // The targets' scopes before a reload, by path, until their scopes are made again.
-  std::unordered_map<std::string, Scope> heldScopes_;
-  bool cgroupPollingSaid_ = false;
-  std::optional<TimePoint> restUntil_;  // at the floors: the next measurement (kRecheckAtFloor)
-  std::optional<Tick> tick_;
-  std::optional<Command> pending_;  // the command given last, until its result comes
-  std::map<ScopeId, Watching> watched_;
-  std::optional<std::uint64_t> machineRefaults_;  // /proc/vmstat, this turn
-  // Time spent inside memory.reclaim writes, cumulative: our own memory stall, subtracted from
-  // the machine's pressure (PSI charges it to reclaimd's cgroup, so the root sees it).
-  std::chrono::microseconds ownStall_{0};
-  // The same, over time: how much of a window's stall reclaimd's own writes account for. Its
-  // span covers the longest window the kernel takes (10 s).
-  psi::Meter ownMeter_{std::chrono::seconds(11)};
-  double overshoot_ = 0;           // freed per byte asked, learned from the kernel (ReclaimStep.h)
-  std::uint64_t uncompacted_ = 0;  // freed since the last compaction
-
-  // Totals since start (targets that went away included).
-  std::uint64_t reclaimed_ = 0, steps_ = 0, partial_ = 0, wouldReclaim_ = 0, wouldSteps_ = 0;
-  std::uint64_t trimmed_ = 0, trimProbes_ = 0, trimHolds_ = 0;
-  // Per trimmed target (by id): its probe count and freed bytes at the last summary, and when.
-  struct TrimSummary {
-    TimePoint at{};
-    std::uint64_t probes = 0;
-    std::uint64_t bytes = 0;
-  };
-  std::unordered_map<std::uint32_t, TrimSummary> trimSummaries_;
-  std::uint64_t unitsTaken_ = 0, unitReclaimed_ = 0;
-  double writeSeconds_ = 0;
-  std::uint64_t dropcaches_ = 0, compactions_ = 0, floorRaises_ = 0, idlePeriods_ = 0;
-  std::string lastAction_;
-  std::optional<TimePoint> lastActionAt_;
-  std::uint64_t sampleErrors_ = 0;
-  std::optional<TimePoint> lastSampleErrorSaid_;
-
+  MachineIdle idle_;
+  TargetSet targets_;
+  PressureState pressure_;
+  Turning turn_;
+  Counters counters_;
+  Said said_;  // log lines already said: silences repeats, decides nothing
   Events events_;
 };
 

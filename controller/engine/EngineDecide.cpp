@@ -21,20 +21,20 @@ Output Engine::decide(const Input& input, Sensors& in) {
   absorb(input, in);
   for (const ScopeEvent& e : input.pressure)
     pressureEvent(e.scope, e.gone, input.now, in);
-  if (input.tick && !tick_) {
+  if (input.tick && !turn_.tick) {
     Tick k;
     k.plan = turn(input.now, in);
     k.gradual = mode_.mode == policies::Mode::Gradual;
-    tick_ = std::move(k);
+    turn_.tick = std::move(k);
   }
   Output out;
-  if (tick_) out.command = tickCommand(input, in);
+  if (turn_.tick) out.command = tickCommand(input, in);
   if (!out.command) out.command = watchCommand();
-  if (!out.command && tick_) {
-    out.wake = tick_->plan.wake;
-    tick_.reset();
+  if (!out.command && turn_.tick) {
+    out.wake = turn_.tick->plan.wake;
+    turn_.tick.reset();
   }
-  pending_ = out.command;
+  turn_.pending = out.command;
   out.events = takeEvents();
   return out;
 }
@@ -43,7 +43,7 @@ Output Engine::decide(const Input& input, Sensors& in) {
 // then the compaction a pass that freed memory asks for. A pending stop ends the turn before
 // its next write or compaction.
 std::optional<Command> Engine::tickCommand(const Input& input, Sensors& in) {
-  Tick& k = *tick_;
+  Tick& k = *turn_.tick;
   if (k.plan.dropCache && !std::exchange(k.dropAsked, true)) {
     auto before = in.meminfo();
     k.dropBefore = before ? before->reclaimable() : 0;
@@ -60,7 +60,7 @@ std::optional<Command> Engine::tickCommand(const Input& input, Sensors& in) {
 // the machine's and the target's pressure are read: a backoff ends the step (the engine's own
 // check, not the shell's). The pass's writes share kPassBudget.
 std::optional<Command> Engine::nextChunk(const Input& input, Sensors& in) {
-  Tick& k = *tick_;
+  Tick& k = *turn_.tick;
   while (k.share < k.plan.shares.size()) {
     const PlannedShare& share = k.plan.shares[k.share];
     if (!k.step) {
@@ -88,7 +88,7 @@ std::optional<Command> Engine::nextChunk(const Input& input, Sensors& in) {
 
 // A step is over: settle it; an EINVAL asks for the probe again.
 std::optional<Command> Engine::endStep(TimePoint now, Sensors& in) {
-  Tick& k = *tick_;
+  Tick& k = *turn_.tick;
   const StepOutcome step = k.step->outcome();
   k.step.reset();
   const PlannedShare share = k.plan.shares[k.share++];
@@ -102,14 +102,14 @@ std::optional<Command> Engine::endStep(TimePoint now, Sensors& in) {
 // The result of the command given last. One that does not answer it (a shell's mistake, or a
 // recording edited by hand) is dropped: the command counts as not carried out.
 void Engine::absorb(const Input& input, Sensors& in) {
-  const std::optional<Command> given = std::exchange(pending_, std::nullopt);
+  const std::optional<Command> given = std::exchange(turn_.pending, std::nullopt);
   if (!given) return;
   if (const auto* w = std::get_if<Written>(&input.result); w && std::holds_alternative<ReclaimChunk>(*given)) {
     chunkResult(w->write, input.now, in);
   } else if (const auto* f = std::get_if<Finished>(&input.result); f && std::holds_alternative<DropCaches>(*given)) {
     auto after = in.meminfo();
-    dropped(f->result, tick_ ? tick_->dropBefore : 0, after ? std::optional(after->reclaimable()) : std::nullopt,
-            f->took, input.now);
+    dropped(f->result, turn_.tick ? turn_.tick->dropBefore : 0,
+            after ? std::optional(after->reclaimable()) : std::nullopt, f->took, input.now);
   } else if (f && std::holds_alternative<Compact>(*given)) {
     compacted(f->result, f->took, input.now);
   } else if (const auto* p = std::get_if<Probed>(&input.result); p && std::holds_alternative<Reprobe>(*given)) {
@@ -121,8 +121,8 @@ void Engine::absorb(const Input& input, Sensors& in) {
 
 // A chunk was written: the target is measured again (the step sizes its next chunk from it).
 void Engine::chunkResult(const cgroup::ReclaimWrite& write, TimePoint now, Sensors& in) {
-  if (!tick_ || !tick_->step) return;
-  Tick& k = *tick_;
+  if (!turn_.tick || !turn_.tick->step) return;
+  Tick& k = *turn_.tick;
   const std::uint32_t id = k.plan.shares[k.share].target;
   const TargetState* t = target(id);
   std::optional<std::uint64_t> measured;
@@ -144,17 +144,17 @@ std::optional<Command> Engine::watchCommand() {
     return w.path == s.cgroupPath && w.inode == s.inode && w.trigger.stall == s.trigger.stall &&
            w.trigger.window == s.trigger.window;
   };
-  for (auto it = watched_.begin(); it != watched_.end(); ++it) {
+  for (auto it = pressure_.watched.begin(); it != pressure_.watched.end(); ++it) {
     auto found = std::find_if(want.begin(), want.end(), [&](const ScopeView& s) { return s.id == it->first; });
     if (it->second.stale || found == want.end() || !same(it->second, *found)) {
       const ScopeId id = it->first;
-      watched_.erase(it);
+      pressure_.watched.erase(it);
       return UnwatchScope{id};
     }
   }
   for (const ScopeView& s : want) {
-    if (watched_.count(s.id)) continue;
-    watched_.emplace(s.id, Watching{s.cgroupPath, s.inode, s.trigger, false});
+    if (pressure_.watched.count(s.id)) continue;
+    pressure_.watched.emplace(s.id, Watching{s.cgroupPath, s.inode, s.trigger, false});
     return WatchScope{s.id, s.cgroupPath, s.inode, s.trigger};
   }
   return std::nullopt;

@@ -13,28 +13,28 @@ using namespace std::chrono;
 
 void Engine::gradualTurn(TimePoint now, Sensors& in, Plan& plan) {
   ensureTargets(now, in, false);
-  if (busy_.newestAt() && busy_.newestAt() != unitsJudgedAt_) judgeUnits(now, in);
+  if (idle_.busy.newestAt() && idle_.busy.newestAt() != targets_.unitsJudgedAt) judgeUnits(now, in);
   sampleCgroupCpu(now, in);
   judgeTargets(now);
-  for (TargetState& t : targets_) {
+  for (TargetState& t : targets_.all) {
     if (t.active() || trimDue(t, now)) ensureScope(t);
     if (!t.scope) continue;
     if ((t.active() && t.scope->feed() == PressureFeed::Polling) || t.scope->backoff().active())
       samplePressure(*t.scope, t.id, now, in);
   }
   const bool trims =
-      std::any_of(targets_.begin(), targets_.end(), [&](const TargetState& t) { return trimDue(t, now); });
-  const bool work = trims || std::any_of(targets_.begin(), targets_.end(),
+      std::any_of(targets_.all.begin(), targets_.all.end(), [&](const TargetState& t) { return trimDue(t, now); });
+  const bool work = trims || std::any_of(targets_.all.begin(), targets_.all.end(),
                                          [](const TargetState& t) { return t.active() || t.refaults.watching(); });
   if (!work) return;
   // At the floors with nothing to watch, the cache is looked at again only every
   // kRecheckAtFloor: a quiet tick reads /proc/stat alone.
-  if (!trims && restUntil_ && now < *restUntil_ &&
-      std::none_of(targets_.begin(), targets_.end(), [](const TargetState& t) {
+  if (!trims && targets_.restUntil && now < *targets_.restUntil &&
+      std::none_of(targets_.all.begin(), targets_.all.end(), [](const TargetState& t) {
         return t.refaults.watching() || (t.scope && t.scope->backoff().active());
       }))
     return;
-  restUntil_.reset();
+  targets_.restUntil.reset();
   auto mem = in.meminfo();
   if (!mem) {
     sampleError(mem.error(), now);
@@ -46,7 +46,7 @@ void Engine::gradualTurn(TimePoint now, Sensors& in, Plan& plan) {
   // About to write: the decomposition must be from this turn, so a cgroup created since the
   // last walk under a target with another rule is never reclaimed through its parent. Only
   // when there is something to write: at the floors, idle ticks cost no walk.
-  if (!shares.empty() && !policy_.rules.empty() && lastWalk_ != now) {
+  if (!shares.empty() && !policy_.rules.empty() && targets_.lastWalk != now) {
     if (!walk(now, in)) return;  // without a fresh walk nothing is written
     judgeTargets(now);
     measureTargets(now, in, *mem);
@@ -56,10 +56,10 @@ void Engine::gradualTurn(TimePoint now, Sensors& in, Plan& plan) {
   scheduleTrims(now);
   if (shares.empty()) {
     // Nothing to write because everything is at its floor (not because a backoff holds it).
-    const bool backedOff = (machineScope_ && machineScope_->backoff().active()) ||
-                           std::any_of(targets_.begin(), targets_.end(),
+    const bool backedOff = (pressure_.machine && pressure_.machine->backoff().active()) ||
+                           std::any_of(targets_.all.begin(), targets_.all.end(),
                                        [](const TargetState& t) { return t.scope && t.scope->backoff().active(); });
-    if (!backedOff && !trims) restUntil_ = now + kRecheckAtFloor;
+    if (!backedOff && !trims) targets_.restUntil = now + kRecheckAtFloor;
     return;
   }
   if (setup_.dryRun) {
@@ -70,7 +70,7 @@ void Engine::gradualTurn(TimePoint now, Sensors& in, Plan& plan) {
 }
 
 std::vector<PlannedShare> Engine::planPass(const proc::Meminfo& mem, TimePoint now) const {
-  const Scope* machine = machineScope_ ? &*machineScope_ : nullptr;
+  const Scope* machine = pressure_.machine ? &*pressure_.machine : nullptr;
   if (machine && machine->backoff().active()) return {};
   const double machineScale = machine ? machine->backoff().scale() : 1.0;
   // A step halved per backoff, never under pressure.min_step nor over the policy's step.
@@ -84,8 +84,8 @@ std::vector<PlannedShare> Engine::planPass(const proc::Meminfo& mem, TimePoint n
   const std::uint64_t budget =
       std::min(scaled(policies::stepBytes(mem.memTotal, policy_.reclaim), machineScale), machineRoom);
   std::vector<Candidate> candidates;
-  for (std::size_t i = 0; i < targets_.size(); ++i) {
-    const TargetState& t = targets_[i];
+  for (std::size_t i = 0; i < targets_.all.size(); ++i) {
+    const TargetState& t = targets_.all[i];
     if (!t.active() || !t.measured) continue;
     if (t.scope && t.scope->backoff().active()) continue;
     const std::uint64_t reclaimable = t.measured->reclaimable;
@@ -101,7 +101,7 @@ std::vector<PlannedShare> Engine::planPass(const proc::Meminfo& mem, TimePoint n
   std::vector<PlannedShare> out;
   std::uint64_t used = 0;
   for (const Share& s : shareBudget(std::move(candidates), budget, policies::kMinRequestBytes)) {
-    const TargetState& t = targets_[static_cast<std::size_t>(s.target)];
+    const TargetState& t = targets_.all[static_cast<std::size_t>(s.target)];
     out.push_back(PlannedShare{t.id, s.bytes, t.measured->reclaimable, false, t.floor()});
     used += s.bytes;
   }
@@ -125,8 +125,8 @@ void Engine::dryRunShares(const std::vector<PlannedShare>& shares, TimePoint now
     if (!share.trim) t.period.stalledAt = share.known;
     t.wouldReclaimBytes += share.bytes;
     ++t.wouldSteps;
-    wouldReclaim_ += share.bytes;
-    ++wouldSteps_;
+    counters_.wouldReclaim += share.bytes;
+    ++counters_.wouldSteps;
     note(&t, "would reclaim " + formatSize(share.bytes) + " from " + t.label(), now);
   }
 }
@@ -134,15 +134,15 @@ void Engine::dryRunShares(const std::vector<PlannedShare>& shares, TimePoint now
 StepLimits Engine::limitsFor(const PlannedShare& share, nanoseconds budget) const {
   const TargetState* t = target(share.target);
   const std::uint64_t floor = !t ? share.known : share.trim ? share.floor : t->floor();
-  return StepLimits{share.bytes, floor, policy_.reclaim.chunk, budget, overshoot_};
+  return StepLimits{share.bytes, floor, policy_.reclaim.chunk, budget, turn_.overshoot};
 }
 
 void Engine::chunkWritten(std::uint32_t id, std::uint64_t asked, const cgroup::ReclaimWrite& w, std::int64_t freed,
                           TimePoint now) {
-  ownStall_ += duration_cast<microseconds>(w.took);
-  ownMeter_.add(now, static_cast<std::uint64_t>(ownStall_.count()));
+  pressure_.ownStall += duration_cast<microseconds>(w.took);
+  pressure_.ownMeter.add(now, static_cast<std::uint64_t>(pressure_.ownStall.count()));
   const double seconds = duration<double>(w.took).count();
-  writeSeconds_ += seconds;
+  counters_.writeSeconds += seconds;
   TargetState* t = find(id);
   if (t) t->writeSeconds += seconds;
   emit(Severity::Debug, "reclaim_chunk")
@@ -158,7 +158,7 @@ bool Engine::stepEnded(const PlannedShare& share, const StepOutcome& step, bool 
   bool reprobe = false;
   TargetState* t = find(share.target);
   if (!t) return reprobe;
-  overshoot_ = step.overshoot;
+  turn_.overshoot = step.overshoot;
   settleStep(*t, step, pressed, now);
   watchRefaults(*t, now, in);
   Event& e = emit(step.status() == cgroup::ReclaimStatus::Failed ? Severity::Error : Severity::Info, "reclaim_step");
@@ -182,12 +182,12 @@ bool Engine::stepEnded(const PlannedShare& share, const StepOutcome& step, bool 
   if (share.trim && step.freed() > 0) {
     t->trim.bytes += static_cast<std::uint64_t>(step.freed());
     t->trim.law.freed(static_cast<std::uint64_t>(step.freed()));
-    trimmed_ += static_cast<std::uint64_t>(step.freed());
+    counters_.trimmed += static_cast<std::uint64_t>(step.freed());
   }
-  if (t->unit && step.freed() > 0) unitReclaimed_ += static_cast<std::uint64_t>(step.freed());
+  if (t->unit && step.freed() > 0) counters_.unitReclaimed += static_cast<std::uint64_t>(step.freed());
   if (share.trim) {
     ++t->trim.probes;
-    ++trimProbes_;
+    ++counters_.trimProbes;
   }
   switch (step.status()) {
     case cgroup::ReclaimStatus::Done:
@@ -203,19 +203,19 @@ bool Engine::stepEnded(const PlannedShare& share, const StepOutcome& step, bool 
 // Counters, the backoffs' relaxation, and the pause after a step that freed (almost) nothing.
 void Engine::settleStep(TargetState& t, const StepOutcome& step, bool pressed, TimePoint now) {
   ++t.steps;
-  ++steps_;
+  ++counters_.steps;
   if (step.status() == cgroup::ReclaimStatus::Partial) {
     ++t.partialSteps;
-    ++partial_;
+    ++counters_.partial;
   }
   if (step.freed() > 0) {
     t.reclaimedBytes += static_cast<std::uint64_t>(step.freed());
-    reclaimed_ += static_cast<std::uint64_t>(step.freed());
+    counters_.reclaimed += static_cast<std::uint64_t>(step.freed());
   }
   note(&t, "reclaimed " + formatSizeSigned(step.freed()) + " from " + t.label(), now);
   if (!pressed && step.freed() > 0) {
     // A step without pressure: the backoff's halving is undone one step at a time.
-    if (machineScope_) machineScope_->backoff().stepSucceeded();
+    if (pressure_.machine) pressure_.machine->backoff().stepSucceeded();
     if (t.scope) t.scope->backoff().stepSucceeded();
   }
   // Asked and (almost) nothing freed — EAGAIN, or cache regrowing as fast as it goes: pause
@@ -242,7 +242,7 @@ void Engine::fallBack() {
   }
   mode_.fellBack = true;
   mode_.reason = why;
-  targets_.clear();
+  targets_.all.clear();
   emit(Severity::Warn, "mode").add("effective", toString(mode_.mode)).add("reason", why);
 }
 

@@ -12,22 +12,22 @@ using namespace std::chrono;
 void Engine::ensureScope(TargetState& t) {
   if (t.scope || t.isRoot() || t.gone || !t.gov.pressure.enabled) return;
   t.scope.emplace(t.label(), t.gov.pressure);
-  if (auto held = heldScopes_.find(t.path); held != heldScopes_.end()) {
+  if (auto held = pressure_.held.find(t.path); held != pressure_.held.end()) {
     t.scope->inherit(held->second);
-    heldScopes_.erase(held);
+    pressure_.held.erase(held);
   }
 }
 
 Scope* Engine::scopeById(ScopeId id) {
-  if (id == kMachineScope) return machineScope_ ? &*machineScope_ : nullptr;
+  if (id == kMachineScope) return pressure_.machine ? &*pressure_.machine : nullptr;
   TargetState* t = find(id);
   return t && t->scope ? &*t->scope : nullptr;  // nullptr: its target is gone, the event is stale
 }
 
-std::vector<Engine::ScopeView> Engine::scopes() const {
+std::vector<ScopeView> Engine::scopes() const {
   std::vector<ScopeView> out;
-  if (machineScope_) out.push_back(ScopeView{kMachineScope, "", 0, machineScope_->spec()});
-  for (const TargetState& t : targets_) {
+  if (pressure_.machine) out.push_back(ScopeView{kMachineScope, "", 0, pressure_.machine->spec()});
+  for (const TargetState& t : targets_.all) {
     if (t.scope) out.push_back(ScopeView{t.id, t.path, t.inode, t.scope->spec()});
   }
   return out;
@@ -38,7 +38,7 @@ void Engine::setFeed(ScopeId id, PressureFeed feed, std::string why, bool gone) 
   if (!scope) return;
   scope->setFeed(feed, why);
   if (id != kMachineScope) {
-    if (feed == PressureFeed::Polling && !std::exchange(cgroupPollingSaid_, true))
+    if (feed == PressureFeed::Polling && !std::exchange(said_.cgroupPolling, true))
       emit(Severity::Warn, "pressure_watch").add("scope", "cgroups").add("mode", "polling").add("reason", why);
     if (feed == PressureFeed::Off && !gone) {
       // This target's reclaim no longer stops on its own pressure: worth a line (per cgroup,
@@ -86,7 +86,7 @@ void Engine::pressureEvent(ScopeId id, bool gone, TimePoint now, Sensors& in) {
         .add("mode", "off")
         .add("reason", "cgroup removed");
     scope->setFeed(PressureFeed::Off, "cgroup removed");
-    lastWalk_.reset();
+    targets_.lastWalk.reset();
     return;
   }
   ++scope->events;
@@ -98,12 +98,12 @@ void Engine::pressureEvent(ScopeId id, bool gone, TimePoint now, Sensors& in) {
   // An unreadable total leaves the kernel's word alone: the event is judged as a first one.
   if (!total) sampleError(total.error(), now);
   const bool crossed =
-      total && scope->add(now, *total, machine ? static_cast<std::uint64_t>(ownStall_.count()) : 0);
+      total && scope->add(now, *total, machine ? static_cast<std::uint64_t>(pressure_.ownStall.count()) : 0);
   const bool measured = total && scope->measured();
   // Without a reading a window old the meter cannot tell (the trigger is the first word of this
   // stall): the kernel's event stands unless reclaimd's own stall in the window could explain it.
-  ownMeter_.add(now, static_cast<std::uint64_t>(ownStall_.count()));
-  const bool ownExplains = ownMeter_.stallOver(scope->spec().window) >= scope->spec().stall;
+  pressure_.ownMeter.add(now, static_cast<std::uint64_t>(pressure_.ownStall.count()));
+  const bool ownExplains = pressure_.ownMeter.stallOver(scope->spec().window) >= scope->spec().stall;
   if (machine && !crossed && (measured || ownExplains)) {
     emit(Severity::Debug, "pressure_ignored")
         .add("scope", "machine")
@@ -132,7 +132,7 @@ void Engine::reportPressure(Scope& scope, TimePoint now, const char* source) {
 void Engine::samplePressure(Scope& scope, ScopeId id, TimePoint now, Sensors& in) {
   if (scope.feed() == PressureFeed::Off || scope.feed() == PressureFeed::Pending) return;
   auto total = in.pressureTotal(id);
-  const std::uint64_t own = id == kMachineScope ? static_cast<std::uint64_t>(ownStall_.count()) : 0;
+  const std::uint64_t own = id == kMachineScope ? static_cast<std::uint64_t>(pressure_.ownStall.count()) : 0;
   if (!total) {
     // This sample of the total is skipped, ignoring it: the calm period still runs out by the
     // clock, or a backoff would hold every step for as long as the file stays unreadable.
@@ -150,10 +150,11 @@ void Engine::samplePressure(Scope& scope, ScopeId id, TimePoint now, Sensors& in
 }
 
 bool Engine::pressureStops(std::uint32_t id, TimePoint now, Sensors& in) {
-  if (machineScope_) samplePressure(*machineScope_, kMachineScope, now, in);
+  if (pressure_.machine) samplePressure(*pressure_.machine, kMachineScope, now, in);
   TargetState* t = find(id);
   if (t && t->scope) samplePressure(*t->scope, t->id, now, in);
-  return (machineScope_ && machineScope_->backoff().active()) || (t && t->scope && t->scope->backoff().active());
+  return (pressure_.machine && pressure_.machine->backoff().active()) ||
+         (t && t->scope && t->scope->backoff().active());
 }
 
 // Starts the refault watch after a step: a jump means the step cut into the working set.
@@ -179,7 +180,7 @@ void Engine::checkRefaults(TargetState& t, TimePoint now) {
   if (!t.inPeriod) return holdTrim(t, *jump, now);
   const std::uint64_t raised = std::max(t.measured->reclaimable, t.gov.floor);
   t.period.raisedFloor = std::max(raised, t.period.raisedFloor.value_or(0));
-  ++floorRaises_;
+  ++counters_.floorRaises;
   emit(Severity::Warn, "floor_raised")
       .add("cgroup", t.label())
       .mib("floor_mib", *t.period.raisedFloor)

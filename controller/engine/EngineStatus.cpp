@@ -36,9 +36,9 @@ void Engine::fillReclaimable(Status& s, Sensors& in) const {
   auto mem = in.meminfo();
   if (mem) s.waitingBytes = above(mem->reclaimable(), policy_.reclaim.floor);
   for (TargetStatus& ts : s.targets) {
-    const auto t =
-        std::find_if(targets_.begin(), targets_.end(), [&](const TargetState& x) { return x.label() == ts.cgroup; });
-    if (t == targets_.end() || t->gone) continue;
+    const auto t = std::find_if(targets_.all.begin(), targets_.all.end(),
+                                [&](const TargetState& x) { return x.label() == ts.cgroup; });
+    if (t == targets_.all.end() || t->gone) continue;
     if (t->isRoot()) {
       if (mem) ts.reclaimableBytes = above(mem->reclaimable(), t->floor());
     } else if (auto m = in.memory(t->ref())) {
@@ -83,36 +83,36 @@ void Engine::fill(Status& s, TimePoint now, double unixNow, const std::function<
   s.effectiveMode = toString(mode_.mode);
   s.format = toString(mode_.format);
   s.reason = mode_.reason;
-  s.idleState = toString(verdict_.state);
-  s.windowBusyPercent = verdict_.windowPercent;
+  s.idleState = toString(idle_.verdict.state);
+  s.windowBusyPercent = idle_.verdict.windowPercent;
   s.busyThresholdPercent = policy_.idle.thresholdPercent;
-  if (auto held = detector_.heldBusyPercent()) s.busyRatio = *held / 100;
-  if (!verdict_.idle()) {
-    if (auto at = detector_.predictIdle(); at && *at > now)
+  if (auto held = idle_.detector.heldBusyPercent()) s.busyRatio = *held / 100;
+  if (!idle_.verdict.idle()) {
+    if (auto at = idle_.detector.predictIdle(); at && *at > now)
       s.reclaimStartsInSeconds = std::chrono::duration<double>(*at - now).count();
   }
-  if (!verdict_.idle()) s.busyCgroups = busy_.top(kBusyTop, now);
-  s.idlePeriods = idlePeriods_;
-  s.reclaimedBytes = reclaimed_;
-  s.steps = steps_;
-  s.partial = partial_;
-  s.writeSeconds = writeSeconds_;
-  s.dropcaches = dropcaches_;
-  s.compactions = compactions_;
-  s.floorRaises = floorRaises_;
-  s.trimmedBytes = trimmed_;
-  s.trimProbes = trimProbes_;
-  s.trimHolds = trimHolds_;
-  s.unitsTaken = unitsTaken_;
-  s.unitReclaimedBytes = unitReclaimed_;
-  s.wouldReclaimBytes = wouldReclaim_;
-  s.wouldSteps = wouldSteps_;
-  if (lastActionAt_) {
-    s.lastAction = when(*lastActionAt_) + " " + lastAction_;
-    s.lastActionTimestamp = unixAt(*lastActionAt_);
+  if (!idle_.verdict.idle()) s.busyCgroups = idle_.busy.top(kBusyTop, now);
+  s.idlePeriods = counters_.idlePeriods;
+  s.reclaimedBytes = counters_.reclaimed;
+  s.steps = counters_.steps;
+  s.partial = counters_.partial;
+  s.writeSeconds = counters_.writeSeconds;
+  s.dropcaches = counters_.dropcaches;
+  s.compactions = counters_.compactions;
+  s.floorRaises = counters_.floorRaises;
+  s.trimmedBytes = counters_.trimmed;
+  s.trimProbes = counters_.trimProbes;
+  s.trimHolds = counters_.trimHolds;
+  s.unitsTaken = counters_.unitsTaken;
+  s.unitReclaimedBytes = counters_.unitReclaimed;
+  s.wouldReclaimBytes = counters_.wouldReclaim;
+  s.wouldSteps = counters_.wouldSteps;
+  if (counters_.lastActionAt) {
+    s.lastAction = when(*counters_.lastActionAt) + " " + counters_.lastAction;
+    s.lastActionTimestamp = unixAt(*counters_.lastActionAt);
   }
-  if (machineScope_) s.pressure.push_back(scopeStatus(*machineScope_, now, unixNow, when));
-  for (const TargetState& t : targets_) {
+  if (pressure_.machine) s.pressure.push_back(scopeStatus(*pressure_.machine, now, unixNow, when));
+  for (const TargetState& t : targets_.all) {
     if (t.scope) s.pressure.push_back(scopeStatus(*t.scope, now, unixNow, when));
     s.targets.push_back(targetStatus(t, now, unixNow, when));
   }

@@ -20,7 +20,7 @@ RefaultConfig refaultConfigOf(const policies::Governance& gov) {
 }  // namespace
 
 TargetState* Engine::find(std::uint32_t id) {
-  for (TargetState& t : targets_) {
+  for (TargetState& t : targets_.all) {
     if (t.id == id) return &t;
   }
   return nullptr;
@@ -31,7 +31,7 @@ const TargetState* Engine::target(std::uint32_t id) const {
 }
 
 void Engine::ensureTargets(TimePoint now, Sensors& in, bool force) {
-  const bool due = !lastWalk_ || (!policy_.rules.empty() && now - *lastWalk_ >= kWalkPeriod);
+  const bool due = !targets_.lastWalk || (!policy_.rules.empty() && now - *targets_.lastWalk >= kWalkPeriod);
   if (force || due) walk(now, in);
 }
 
@@ -40,9 +40,9 @@ bool Engine::walk(TimePoint now, Sensors& in) {
   // Old state by path (copied: the old targets are moved from), so carrying it over is a lookup,
   // not a scan of thousands of targets per target.
   std::unordered_map<std::string, std::size_t> old;
-  old.reserve(targets_.size());
-  for (std::size_t i = 0; i < targets_.size(); ++i)
-    old.emplace(targets_[i].path, i);
+  old.reserve(targets_.all.size());
+  for (std::size_t i = 0; i < targets_.all.size(); ++i)
+    old.emplace(targets_.all[i].path, i);
   Event stats(Severity::Debug, "walk");
   if (policy_.rules.empty()) {
     // One target, the root, measured machine-wide: no walk at all.
@@ -82,9 +82,9 @@ bool Engine::walk(TimePoint now, Sensors& in) {
     }
   }
   carryUnits(next);
-  targets_ = std::move(next);
-  lastWalk_ = now;
-  events_.push_back(std::move(stats.add("targets", targets_.size())));
+  targets_.all = std::move(next);
+  targets_.lastWalk = now;
+  events_.push_back(std::move(stats.add("targets", targets_.all.size())));
   return true;
 }
 
@@ -92,7 +92,7 @@ bool Engine::walk(TimePoint now, Sensors& in) {
 void Engine::adopt(std::vector<TargetState>& next, const std::unordered_map<std::string, std::size_t>& old,
                    std::string path, std::uint64_t inode, policies::Governance gov, TimePoint now) {
   auto found = old.find(path);
-  TargetState* same = found == old.end() ? nullptr : &targets_[found->second];
+  TargetState* same = found == old.end() ? nullptr : &targets_.all[found->second];
   if (same && !same->unit && same->inode == inode && same->gov.rule == gov.rule && !same->gone) {
     TargetState kept = std::move(*same);
     kept.gov = gov;  // a reload may have changed the rule's settings
@@ -112,8 +112,8 @@ void Engine::adopt(std::vector<TargetState>& next, const std::unordered_map<std:
 // as its rule says.
 TargetState Engine::newTarget(std::string path, std::uint64_t inode, const policies::Governance& gov, TimePoint now) {
   TargetState t;
-  t.id = nextId_++;
-  if (nextId_ == kMachineScope) nextId_ = 1;
+  t.id = targets_.nextId++;
+  if (targets_.nextId == kMachineScope) targets_.nextId = 1;
   t.path = std::move(path);
   t.inode = inode;
   t.gov = gov;
@@ -126,7 +126,7 @@ void Engine::targetGone(TargetState& t) {
   if (t.gone) return;
   t.gone = true;
   t.measured.reset();
-  lastWalk_.reset();  // the next turn walks again
+  targets_.lastWalk.reset();  // the next turn walks again
   emit(Severity::Debug, "cgroup_gone").add("cgroup", t.label());
 }
 
@@ -148,13 +148,13 @@ void Engine::readFailed(TargetState& t, const Error& error) {
 void Engine::unaccounted(TargetState& t, const Error& error) {
   t.gone = true;
   t.measured.reset();
-  if (unaccountedSaid_.size() >= kMaxUnaccountedSaid) unaccountedSaid_.clear();
-  if (!unaccountedSaid_.insert(t.path).second) return;
+  if (said_.unaccounted.size() >= Said::kMaxUnaccounted) said_.unaccounted.clear();
+  if (!said_.unaccounted.insert(t.path).second) return;
   emit(Severity::Warn, "cgroup_unaccounted").add("cgroup", t.label()).add("error", error.message());
 }
 
 void Engine::sampleCgroupCpu(TimePoint now, Sensors& in) {
-  for (TargetState& t : targets_) {
+  for (TargetState& t : targets_.all) {
     if (t.unit && !t.gone) checkUnitCpu(t, now, in);
     if (!t.cpuIdle || t.gone) continue;
     auto usage = in.cgroupCpu(t.ref());
@@ -184,7 +184,7 @@ bool keepsPeriod(const IdleVerdict& v) {
 
 void Engine::judgeTargets(TimePoint now) {
   const bool announce = !policy_.rules.empty();  // without rules the root mirrors the machine
-  for (TargetState& t : targets_) {
+  for (TargetState& t : targets_.all) {
     if (t.unit) {  // judged by the scans and checkUnitCpu()
       t.idle = t.inPeriod = !t.unit->busy;
       continue;
@@ -211,27 +211,27 @@ void Engine::judgeTargets(TimePoint now) {
 void Engine::measureTargets(TimePoint now, Sensors& in, const proc::Meminfo& mem) {
   // The machine's refaults (/proc/vmstat) only when the root is measured: they keep its
   // pre-step rate current and feed its refault watch.
-  const bool rootMeasured = std::any_of(targets_.begin(), targets_.end(), [&](const TargetState& t) {
+  const bool rootMeasured = std::any_of(targets_.all.begin(), targets_.all.end(), [&](const TargetState& t) {
     return t.isRoot() && t.gov.pressure.enabled && (t.active() || t.refaults.watching() || trimDue(t, now));
   });
-  machineRefaults_.reset();
+  pressure_.machineRefaults.reset();
   if (rootMeasured) {
     // Unreadable, the root's refault check is skipped this turn, ignoring the error: its watch
     // and rate wait for the next reading.
     if (auto r = in.machineRefaults())
-      machineRefaults_ = *r;
+      pressure_.machineRefaults = *r;
     else
       sampleError(r.error(), now);
   }
-  for (TargetState& t : targets_) {
+  for (TargetState& t : targets_.all) {
     t.measured.reset();
     // A target whose step is being watched for refaults is measured even when it is no longer
     // idle: the work coming back is exactly what the watch is for.
     if (t.gone || !(t.active() || t.refaults.watching() || trimDue(t, now))) continue;
     if (t.isRoot()) {
-      t.measured = MemoryReading{mem.reclaimable(), machineRefaults_.value_or(0)};
+      t.measured = MemoryReading{mem.reclaimable(), pressure_.machineRefaults.value_or(0)};
       t.lastReclaimable = mem.reclaimable();
-      if (machineRefaults_) checkRefaults(t, now);
+      if (pressure_.machineRefaults) checkRefaults(t, now);
       continue;
     }
     auto m = in.memory(t.ref());

@@ -89,11 +89,11 @@ TrimLawSettings Engine::trimLaw(const TargetState& t) const {
 // it to be judged by.
 void Engine::planTrims(const proc::Meminfo& mem, TimePoint now, std::uint64_t used,
                        std::vector<PlannedShare>& out) const {
-  if (machineScope_ && machineScope_->backoff().active()) return;
+  if (pressure_.machine && pressure_.machine->backoff().active()) return;
   const std::uint64_t floor = policy_.reclaim.floor;
   std::uint64_t room = mem.reclaimable() > floor ? mem.reclaimable() - floor : 0;
   room -= std::min(room, used);
-  for (const TargetState& t : targets_) {
+  for (const TargetState& t : targets_.all) {
     if (!trimDue(t, now) || !t.measured || !t.trim.baselined) continue;
     if (t.scope && t.scope->backoff().active()) continue;
     const std::uint64_t reclaimable = t.measured->reclaimable;
@@ -102,14 +102,14 @@ void Engine::planTrims(const proc::Meminfo& mem, TimePoint now, std::uint64_t us
     const std::uint64_t bytes = std::min(t.trim.law.size(reclaimable - keep, trimLaw(t)), room);
     // Also what the step's first chunk could ask: a kernel that overshoots leaves the last
     // megabytes above the floor unasked, and a probe that asks nothing is not a probe.
-    if (std::min(bytes, aimAbove(reclaimable - keep, overshoot_)) < policies::kMinRequestBytes) continue;
+    if (std::min(bytes, aimAbove(reclaimable - keep, turn_.overshoot)) < policies::kMinRequestBytes) continue;
     room -= bytes;
     out.push_back(PlannedShare{t.id, bytes, reclaimable, true, keep});
   }
 }
 
 void Engine::scheduleTrims(TimePoint now) {
-  for (TargetState& t : targets_) {
+  for (TargetState& t : targets_.all) {
     if (!trimDue(t, now) || !t.measured) continue;
     const std::uint64_t above = t.measured->reclaimable - std::min(t.measured->reclaimable, t.floor());
     if (t.trim.baselined) t.trim.law.probed(now, above, trimLaw(t));
@@ -144,7 +144,7 @@ void Engine::holdTrim(TargetState& t, const RefaultJump& jump, TimePoint now) {
     return;
   }
   t.trim.baselined = false;  // after the hold, a fresh rate to judge the next probe by
-  ++trimHolds_;
+  ++counters_.trimHolds;
   emit(Severity::Info, "trim_held")
       .add("cgroup", t.label())
       .mib("held_mib", t.measured->reclaimable)

@@ -7,9 +7,9 @@ namespace reclaimd::controller {
 using namespace std::chrono;
 
 void Engine::summarizeTrims(TimePoint now) {
-  std::erase_if(trimSummaries_, [&](const auto& entry) { return find(entry.first) == nullptr; });
-  for (const TargetState& t : targets_) {
-    auto [it, fresh] = trimSummaries_.try_emplace(t.id, TrimSummary{now, t.trim.probes, t.trim.bytes});
+  std::erase_if(said_.trimSummaries, [&](const auto& entry) { return find(entry.first) == nullptr; });
+  for (const TargetState& t : targets_.all) {
+    auto [it, fresh] = said_.trimSummaries.try_emplace(t.id, TrimSummary{now, t.trim.probes, t.trim.bytes});
     TrimSummary& last = it->second;
     if (fresh || now - last.at < kTrimSummaryEvery) continue;
     if (t.trim.probes > last.probes) {

@@ -72,15 +72,15 @@ std::vector<Engine::UnitPick> Engine::quietUnits() const {
   if (!policy_.idle.units || mode_.mode != policies::Mode::Gradual) return out;
   std::string taken;  // the last unit taken: the scan is in pre-order, its subtree follows it
   bool any = false;
-  const auto machine = machineTargets(targets_);
+  const auto machine = machineTargets(targets_.all);
   auto belowRoot = [](std::string_view path) { return !path.empty(); };
-  for (const QuietCgroup& q : busy_.quiet(policy_.idle.thresholdPercent, belowRoot)) {
+  for (const QuietCgroup& q : idle_.busy.quiet(policy_.idle.thresholdPercent, belowRoot)) {
     if (any && within(q.path, taken)) continue;
     // reclaimd's own unit: its CPU is its work, not the unit's.
     if (!setup_.ownCgroup.empty() && within(setup_.ownCgroup, q.path)) continue;
     const int around = enclosing(q.path, machine);
-    if (around < 0 || targets_[static_cast<std::size_t>(around)].active()) continue;
-    out.push_back(UnitPick{q, targets_[static_cast<std::size_t>(around)].id});
+    if (around < 0 || targets_.all[static_cast<std::size_t>(around)].active()) continue;
+    out.push_back(UnitPick{q, targets_.all[static_cast<std::size_t>(around)].id});
     taken = q.path;
     any = true;
   }
@@ -88,20 +88,20 @@ std::vector<Engine::UnitPick> Engine::quietUnits() const {
 }
 
 void Engine::judgeUnits(TimePoint now, Sensors& in) {
-  unitsJudgedAt_ = busy_.newestAt();
+  targets_.unitsJudgedAt = idle_.busy.newestAt();
   const std::vector<UnitPick> quiet = quietUnits();
   std::unordered_map<std::string_view, const UnitPick*> byPath;
   for (const auto& u : quiet)
     byPath.emplace(u.quiet.path, &u);
   // Unit targets the scan no longer calls quiet worked since (or left): dropped.
-  targets_.erase(std::remove_if(targets_.begin(), targets_.end(),
-                                [&](const TargetState& t) {
-                                  if (!t.unit) return false;
-                                  auto it = byPath.find(t.path);
-                                  return it == byPath.end() || it->second->quiet.inode != t.inode;
-                                }),
-                 targets_.end());
-  for (TargetState& t : targets_) {
+  targets_.all.erase(std::remove_if(targets_.all.begin(), targets_.all.end(),
+                                    [&](const TargetState& t) {
+                                      if (!t.unit) return false;
+                                      auto it = byPath.find(t.path);
+                                      return it == byPath.end() || it->second->quiet.inode != t.inode;
+                                    }),
+                     targets_.all.end());
+  for (TargetState& t : targets_.all) {
     if (!t.unit) continue;
     const QuietCgroup& q = byPath.at(t.path)->quiet;
     t.unit->usage = q.usage;
@@ -109,13 +109,13 @@ void Engine::judgeUnits(TimePoint now, Sensors& in) {
     t.unit->percent = q.percent;
   }
   for (const auto& u : quiet) {
-    const bool held = std::any_of(targets_.begin(), targets_.end(),
+    const bool held = std::any_of(targets_.all.begin(), targets_.all.end(),
                                   [&](const TargetState& t) { return t.unit && t.path == u.quiet.path; });
     if (!held) adoptUnit(u, now, in);
   }
   // Where a unit last rested is remembered only while it stays quiet.
-  for (auto it = unitRest_.begin(); it != unitRest_.end();)
-    it = byPath.count(it->first) ? std::next(it) : unitRest_.erase(it);
+  for (auto it = targets_.unitRest.begin(); it != targets_.unitRest.end();)
+    it = byPath.count(it->first) ? std::next(it) : targets_.unitRest.erase(it);
 }
 
 // A quiet unit becomes a target when its cache is worth a step: kUnitExcess above its floor and
@@ -127,8 +127,8 @@ bool Engine::adoptUnit(const UnitPick& u, TimePoint now, Sensors& in) {
   policies::Governance gov = policy_.governance(-1, false);
   gov.idleSource = policies::IdleSource::Cgroup;
   gov.trim.enabled = false;  // the target around it trims
-  const auto rest = unitRest_.find(u.quiet.path);
-  const std::uint64_t from = rest != unitRest_.end() && rest->second.inode == u.quiet.inode
+  const auto rest = targets_.unitRest.find(u.quiet.path);
+  const std::uint64_t from = rest != targets_.unitRest.end() && rest->second.inode == u.quiet.inode
                                  ? std::max(rest->second.bytes, gov.floor)
                                  : gov.floor;
   if (m->reclaimable < from + kUnitExcess) return false;
@@ -143,8 +143,8 @@ bool Engine::adoptUnit(const UnitPick& u, TimePoint now, Sensors& in) {
       .add("over_s", duration<double>(policy_.idle.grace).count(), 0)
       .mib("reclaimable_mib", m->reclaimable)
       .mib("floor_mib", gov.floor);
-  targets_.push_back(std::move(t));
-  ++unitsTaken_;
+  targets_.all.push_back(std::move(t));
+  ++counters_.unitsTaken;
   return true;
 }
 
@@ -187,7 +187,7 @@ UnitEnd unitEnd(const TargetState& t, bool aroundBusy) {
 void Engine::pruneUnits() {
   // Whether each enclosing target is still busy, read before any element moves.
   std::unordered_map<std::uint32_t, bool> busyAround;
-  for (const TargetState& t : targets_) {
+  for (const TargetState& t : targets_.all) {
     if (!t.unit) busyAround.emplace(t.id, !t.active() && !t.gone);
   }
   auto done = [&](const TargetState& t) {
@@ -196,11 +196,11 @@ void Engine::pruneUnits() {
     switch (unitEnd(t, around != busyAround.end() && around->second)) {
       case UnitEnd::Keep: return false;
       case UnitEnd::Drop: return true;
-      case UnitEnd::Rest: unitRest_[t.path] = Rest{t.inode, t.lastReclaimable}; return true;
+      case UnitEnd::Rest: targets_.unitRest[t.path] = UnitRest{t.inode, t.lastReclaimable}; return true;
     }
     return true;
   };
-  targets_.erase(std::remove_if(targets_.begin(), targets_.end(), done), targets_.end());
+  targets_.all.erase(std::remove_if(targets_.all.begin(), targets_.all.end(), done), targets_.all.end());
 }
 
 // After a walk: a unit target stays while a target the machine governs still encloses it (and no
@@ -213,7 +213,7 @@ void Engine::carryUnits(std::vector<TargetState>& next) {
   for (const TargetState& n : next)
     walked.emplace(n.path, true);
   std::vector<TargetState> carried;
-  for (TargetState& t : targets_) {
+  for (TargetState& t : targets_.all) {
     if (!t.unit || t.gone || t.unit->busy || walked.count(t.path)) continue;
     const int around = enclosing(t.path, machine);
     if (around < 0) continue;
