@@ -195,7 +195,7 @@ class Engine {
   TargetStatus targetStatus(const TargetState& t, TimePoint now, double unixNow,
                             const std::function<std::string(TimePoint)>& when) const;
 
-  // EngineTrimLog.cpp: what trimming says at info.
+  // EngineTrim.cpp: what trimming says at info.
   void summarizeTrims(TimePoint now);
 
   // EnginePressure.cpp: scopes, totals, backoff, refaults.
