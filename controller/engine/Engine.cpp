@@ -238,20 +238,23 @@ void Engine::dropCacheTurn(TimePoint now, Sensors& in, Plan& plan) {
   plan.compactAfterDrop = drop.compact;
 }
 
-void Engine::dropped(const Result<void>& result, std::uint64_t before, std::optional<std::uint64_t> after,
+void Engine::dropped(const Result<void>& result, std::optional<std::uint64_t> before, std::optional<std::uint64_t> after,
                      nanoseconds took, TimePoint now) {
   if (!result) {
     emit(Severity::Error, "dropcache").add("error", result.error().message()).ms("took_ms", took);
     return;
   }
-  const std::uint64_t afterBytes = after.value_or(before);
   ++counters_.dropcaches;
-  note(nullptr, "dropped caches, " + formatSize(before > afterBytes ? before - afterBytes : 0) + " freed", now);
-  emit(Severity::Info, "dropcache")
-      .mibSigned("freed_mib", static_cast<std::int64_t>(before) - static_cast<std::int64_t>(afterBytes))
-      .ms("took_ms", took)
-      .mib("reclaimable_before_mib", before)
-      .mib("reclaimable_after_mib", afterBytes);
+  Event& e = emit(Severity::Info, "dropcache").ms("took_ms", took);
+  if (!before || !after) {
+    // A figure that could not be read is not made up: the drop is said without its amount.
+    note(nullptr, "dropped caches", now);
+    return;
+  }
+  note(nullptr, "dropped caches, " + formatSize(*before > *after ? *before - *after : 0) + " freed", now);
+  e.mibSigned("freed_mib", static_cast<std::int64_t>(*before) - static_cast<std::int64_t>(*after))
+      .mib("reclaimable_before_mib", *before)
+      .mib("reclaimable_after_mib", *after);
 }
 
 void Engine::compacted(const Result<void>& result, nanoseconds took, TimePoint) {

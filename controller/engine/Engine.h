@@ -115,8 +115,8 @@ class Engine {
   // After an EINVAL from memory.reclaim: the probe again. When it still believes in the format
   // the kernel just refused, reclaimd stops sending it: dropcache without rules, nothing with.
   void reprobed(const Capabilities& caps);
-  // dropcache's outcome: `before`/`after` are the machine's reclaimable bytes.
-  void dropped(const Result<void>& result, std::uint64_t before, std::optional<std::uint64_t> after,
+  // dropcache's outcome: `before`/`after` are the machine's reclaimable bytes (none: unreadable).
+  void dropped(const Result<void>& result, std::optional<std::uint64_t> before, std::optional<std::uint64_t> after,
                std::chrono::nanoseconds took, TimePoint now);
   void compacted(const Result<void>& result, std::chrono::nanoseconds took, TimePoint now);
   // gradual: compact after a pass that freed memory, and once on entering the idle period so

@@ -45,8 +45,11 @@ Output Engine::decide(const Input& input, Sensors& in) {
 std::optional<Command> Engine::tickCommand(const Input& input, Sensors& in) {
   Tick& k = *turn_.tick;
   if (k.plan.dropCache && !std::exchange(k.dropAsked, true)) {
-    auto before = in.meminfo();
-    k.dropBefore = before ? before->reclaimable() : 0;
+    // Unreadable, the drop goes ahead, ignoring the error: only what it freed goes unsaid.
+    if (auto before = in.meminfo())
+      k.dropBefore = before->reclaimable();
+    else
+      sampleError(before.error(), input.now);
     return DropCaches{};
   }
   if (k.plan.compactAfterDrop && !std::exchange(k.compactAsked, true) && !input.stop) return Compact{};
@@ -108,7 +111,8 @@ void Engine::absorb(const Input& input, Sensors& in) {
     chunkResult(w->write, input.now, in);
   } else if (const auto* f = std::get_if<Finished>(&input.result); f && std::holds_alternative<DropCaches>(*given)) {
     auto after = in.meminfo();
-    dropped(f->result, turn_.tick ? turn_.tick->dropBefore : 0,
+    if (!after) sampleError(after.error(), input.now);
+    dropped(f->result, turn_.tick ? turn_.tick->dropBefore : std::nullopt,
             after ? std::optional(after->reclaimable()) : std::nullopt, f->took, input.now);
   } else if (f && std::holds_alternative<Compact>(*given)) {
     compacted(f->result, f->took, input.now);
@@ -124,12 +128,22 @@ void Engine::chunkResult(const cgroup::ReclaimWrite& write, TimePoint now, Senso
   if (!turn_.tick || !turn_.tick->step) return;
   Tick& k = *turn_.tick;
   const std::uint32_t id = k.plan.shares[k.share].target;
-  const TargetState* t = target(id);
+  TargetState* t = find(id);
+  // Unreadable, the step ends here as unmeasured (its reclaim_step says end=unmeasured): no
+  // chunk is sized from a figure it does not have.
   std::optional<std::uint64_t> measured;
   if (t && !t->isRoot()) {
-    if (auto m = in.memory(t->ref())) measured = m->reclaimable;
+    auto m = in.memory(t->ref());
+    if (m)
+      measured = m->reclaimable;
+    else
+      readFailed(*t, m.error());
   } else if (t) {
-    if (auto mem = in.meminfo()) measured = mem->reclaimable();
+    auto mem = in.meminfo();
+    if (mem)
+      measured = mem->reclaimable();
+    else
+      sampleError(mem.error(), now);
   }
   const std::uint64_t asked = k.step->asking();
   const std::int64_t freed = k.step->written(write, measured);

@@ -54,7 +54,7 @@ struct Tick {
   bool gradual = false;    // the mode when the turn began (a re-probe may change it)
   bool dropAsked = false;  // dropcache: the drop, then the compaction after it
   bool compactAsked = false;
-  std::uint64_t dropBefore = 0;                 // the machine's reclaimable bytes before the drop
+  std::optional<std::uint64_t> dropBefore;                 // the machine's reclaimable bytes before the drop
   std::size_t share = 0;                        // gradual: the share being written, or the next one
   std::optional<StepRun> step;                  // ... its step
   bool pressed = false;                         // the step stopped for pressure

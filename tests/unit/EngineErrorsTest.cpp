@@ -65,5 +65,34 @@ TEST_F(EngineErrorsTest, AFailedWriteSaysItsErrorWithTheFileItWroteTo) {
   EXPECT_EQ(step.field("error").value_or(""), "write work/memory.reclaim: Device or resource busy") << step.text();
 }
 
+TEST_F(EngineErrorsTest, AChunkWhoseTargetCannotBeMeasuredEndsItsStepAndIsSaid) {
+  sim_.addCgroup("work", 600 * kMiB);
+  start("rules:\n  - match: work\n    floor: 128M\n");
+  bool failed = false;
+  sim_.beforeWrite = [&](const std::string&, std::uint64_t) {
+    if (!std::exchange(failed, true)) sim_.failReads("memory", EIO, 1);  // the read after this chunk
+  };
+  ASSERT_TRUE(runUntil([&] { return count("reclaim_step") >= 1; }, 3min));
+  const Event step = named("reclaim_step").front();
+  EXPECT_EQ(step.field("end").value_or(""), "unmeasured") << step.text();
+  const auto skipped = named("sample_skipped");
+  ASSERT_FALSE(skipped.empty()) << "the failed measurement is said";
+  EXPECT_EQ(skipped.front().field("cgroup").value_or(""), "work");
+  EXPECT_NE(skipped.front().field("error").value_or("").find("injected memory"), std::string::npos);
+}
+
+TEST_F(EngineErrorsTest, ADropWhoseCacheCannotBeReadIsSaidWithoutMadeUpFigures) {
+  sim_.addCgroup("work", 1000 * kMiB);
+  sim_.failReads("meminfo", EIO, 1'000'000);
+  start("mode: dropcache\n");
+  run(5min);
+  ASSERT_EQ(drops(), 1u) << "the drop goes ahead";
+  const auto drops = named("dropcache");
+  ASSERT_EQ(drops.size(), 1u);
+  EXPECT_FALSE(drops[0].field("freed_mib")) << drops[0].text();
+  EXPECT_FALSE(drops[0].field("reclaimable_before_mib")) << drops[0].text();
+  EXPECT_GE(count("sample_skipped"), 1u);
+}
+
 }  // namespace
 }  // namespace reclaimd::testing
