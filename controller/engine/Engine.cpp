@@ -238,8 +238,8 @@ void Engine::dropCacheTurn(TimePoint now, Sensors& in, Plan& plan) {
   plan.compactAfterDrop = drop.compact;
 }
 
-void Engine::dropped(const Result<void>& result, std::optional<std::uint64_t> before, std::optional<std::uint64_t> after,
-                     nanoseconds took, TimePoint now) {
+void Engine::dropped(const Result<void>& result, std::optional<std::uint64_t> before,
+                     std::optional<std::uint64_t> after, nanoseconds took, TimePoint now) {
   if (!result) {
     emit(Severity::Error, "dropcache").add("error", result.error().message()).ms("took_ms", took);
     return;
