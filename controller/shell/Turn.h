@@ -18,7 +18,7 @@ namespace reclaimd::controller {
 class Actuator {
  public:
   virtual ~Actuator() = default;
-  // One memory.reclaim request, timed. Open failures come back as a status too (Gone, Failed).
+  // One memory.reclaim request, timed. An open that fails comes back as the write's error too.
   virtual cgroup::ReclaimWrite reclaim(const CgroupRef& cgroup, std::uint64_t bytes, cgroup::ReclaimFormat format) = 0;
   // sync (bounded: a hung filesystem must not hang the loop), then drop_caches.
   virtual Result<void> dropCaches() = 0;
