@@ -1,7 +1,6 @@
 #include "tests/unit/SimFiles.h"
 
 #include <chrono>
-#include <vector>
 
 namespace reclaimd::testing {
 
@@ -79,6 +78,7 @@ SimFiles::~SimFiles() {
 void SimFiles::change(const std::function<void(SimMachine&)>& edit) {
   std::lock_guard<std::mutex> lock(mutex_);
   edit(sim_);
+  edited_ = true;
   render();
 }
 
@@ -97,13 +97,20 @@ void SimFiles::render() {
   const std::uint64_t file = mem->inactiveFile;
   put("proc/meminfo", meminfo(mem->memTotal / kMiB, mem->memFree / kMiB, file / 2 / kMiB, (file - file / 2) / kMiB, 0));
   put("proc/pressure/memory", "some avg10=0.00 avg60=0.00 avg300=0.00 total=" + std::to_string(*stall) + "\n");
+  // A tree of still cgroups (a thousand idle pods) costs nothing between edits.
+  if (!edited_ && sim_.cgroupsStill()) return;
+  edited_ = false;
+  renderCgroups();
+}
+
+void SimFiles::renderCgroups() {
   const auto sums = subtrees(sim_.cgroups());
   put("cg/cpu.stat", "usage_usec " + std::to_string(sums.at("").usage / microseconds(1)) + "\n");
   for (const auto& [path, c] : sim_.cgroups()) {
     if (path.empty()) continue;
     const std::string dir = "cg/" + path;
     const Subtree& s = sums.at(path);
-    if (!written_.count(dir + "/memory.reclaim")) put(dir + "/memory.reclaim", "");
+    if (dirs_.insert(path).second) put(dir + "/memory.reclaim", "");
     put(dir + "/cpu.stat", "usage_usec " + std::to_string(s.usage / microseconds(1)) + "\nuser_usec 0\n");
     put(dir + "/memory.pressure", pressureFile(c.stallUsec));
     put(dir + "/memory.stat", "anon 0\nfile " + std::to_string(s.file) + "\nactive_file " + std::to_string(s.file / 2) +
@@ -111,15 +118,16 @@ void SimFiles::render() {
                                   "\nworkingset_refault_file " + std::to_string(s.refaults) + "\n");
   }
   // Cgroups the model no longer has leave as rmdir would take them.
-  std::vector<std::string> gone;
-  for (const auto& [f, content] : written_) {
-    const bool cgroupFile = f.rfind("cg/", 0) == 0 && f.find('/', 3) != std::string::npos;
-    if (cgroupFile && !sim_.has(parentOf(f.substr(3)))) gone.push_back(parentOf(f));
-  }
-  for (const std::string& dir : gone) {
+  for (auto gone = dirs_.begin(); gone != dirs_.end();) {
+    if (sim_.has(*gone)) {
+      ++gone;
+      continue;
+    }
+    const std::string dir = "cg/" + *gone;
     fx_.remove(dir);
     for (auto it = written_.lower_bound(dir + "/"); it != written_.end() && it->first.rfind(dir + "/", 0) == 0;)
       it = written_.erase(it);
+    gone = dirs_.erase(gone);
   }
 }
 

@@ -9,6 +9,7 @@
 #include <functional>
 #include <map>
 #include <mutex>
+#include <set>
 #include <string>
 #include <thread>
 
@@ -31,6 +32,7 @@ class SimFiles {
 
  private:
   void render();
+  void renderCgroups();
   void put(const std::string& file, std::string content);
 
   Fixture& fx_;
@@ -38,6 +40,8 @@ class SimFiles {
   SimMachine sim_;
   std::mutex mutex_;
   std::map<std::string, std::string> written_;  // file -> the content last written there
+  std::set<std::string> dirs_;                  // the cgroups written (below the root)
+  bool edited_ = true;                          // the model changed since the cgroups were written
   std::atomic<bool> done_{false};
   std::thread thread_;
 };

@@ -80,6 +80,13 @@ void SimMachine::advance() {
   }
 }
 
+bool SimMachine::cgroupsStill() const {
+  if (!chargeTo_.empty() && machineBusy_ > 0) return false;
+  for (const auto& [path, c] : cgroups_)
+    if (c.cpuShare > 0 || c.stallShare > 0 || c.file < c.hot) return false;
+  return true;
+}
+
 std::optional<Error> SimMachine::fault(const std::string& what) {
   ++reads[what];
   auto it = readFaults_.find(what);

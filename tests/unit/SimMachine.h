@@ -89,6 +89,9 @@ class SimMachine final : public controller::Sensors, public controller::Actuator
 
   // Brings the model's counters up to the clock (called by every read).
   void advance();
+  // Whether advancing the clock leaves every cgroup's counters as they are (no CPU, stall or
+  // hot set below its cache anywhere).
+  bool cgroupsStill() const;
 
   const std::vector<Write>& writes() const { return writes_; }
   int walks = 0;
