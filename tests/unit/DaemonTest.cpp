@@ -135,7 +135,9 @@ TEST_F(DaemonTest, ATwelveHundredTargetTreeUnderASoftLimitOf1024IsWalkedAndReadW
   EXPECT_FALSE(logHas("Too many open files")) << log().substr(0, 2000);
   EXPECT_FALSE(logHas("walk_incomplete")) << log().substr(0, 2000);
   d->signal(SIGTERM);
-  EXPECT_EQ(d->wait(10s), 0);
+  const auto code = d->wait(10s);
+  const std::string tail = log().substr(log().size() > 4000 ? log().size() - 4000 : 0);
+  EXPECT_EQ(code, 0) << "what it did last:\n" << tail;
 }
 
 TEST_F(DaemonTest, InvalidConfigAtStartIsAConfigError) {
