@@ -9,6 +9,20 @@
 
 namespace reclaimd::proc {
 
+namespace {
+// The per-CPU lines ("cpu0 ...", "cpu1 ...") right after the aggregate one.
+unsigned countCpuLines(std::string_view rest) {
+  unsigned count = 0;
+  while (rest.size() > 3 && rest.substr(0, 3) == "cpu" && rest[3] >= '0' && rest[3] <= '9') {
+    ++count;
+    const auto newline = rest.find('\n');
+    if (newline == std::string_view::npos) break;
+    rest.remove_prefix(newline + 1);
+  }
+  return count;
+}
+}  // namespace
+
 // cpu  10132153 290696 3084719 46828483 16683 0 25195 0 175628 0
 Result<CpuTimes> parseProcStat(std::string_view content) {
   constexpr std::string_view kPrefix = "cpu ";
@@ -45,6 +59,7 @@ Result<CpuTimes> parseProcStat(std::string_view content) {
   if (!checkedSum({t.user, t.nice, t.system, t.idle, t.iowait, t.irq, t.softirq, t.steal})) {
     return errnoError(EOVERFLOW, "/proc/stat: the cpu line's ticks add up to more than 2^64");
   }
+  t.cpus = countCpuLines(content.substr(newline + 1));
   return t;
 }
 
@@ -57,7 +72,7 @@ Result<CpuTime> cpuTime(const CpuTimes& times, std::chrono::nanoseconds tick) {
   if (!busyNs) return busyNs.error();
   auto totalNs = checkedNanoseconds(*total, tick, "/proc/stat total ticks");
   if (!totalNs) return totalNs.error();
-  return CpuTime{*busyNs, *totalNs};
+  return CpuTime{*busyNs, *totalNs, times.cpus};
 }
 
 }  // namespace reclaimd::proc

@@ -128,7 +128,7 @@ Plan Engine::turn(TimePoint now, Sensors& in) {
     plan.wake = nextWake(now);
     return plan;
   }
-  observeCpu(in, CpuSample{now, cpu->busy, cpu->total, in.ownCpu()});
+  observeCpu(in, CpuSample{now, cpu->busy, cpu->total, in.ownCpu(), cpu->cpus});
   if (mode_.mode != policies::Mode::Disabled && !idle_.verdict.idle() && idle_.busy.due(now)) {
     if (auto scan = in.cgroupCpuScan()) {
       idle_.busy.add(now, cpu->total, in.ownCpu(), std::move(*scan));

@@ -16,12 +16,23 @@ const char* toString(IdleState state) {
 
 void IdleDetector::reset() {
   history_.clear();
+  lastRead_.reset();
+  lost_ = std::chrono::nanoseconds(0);
   inPeriod_ = false;
   busySince_.reset();
   workEndedAt_.reset();
 }
 
 namespace {
+// Real counters stay far below 2^63 ns (292 years of CPU time); a replayed recording need not.
+std::chrono::nanoseconds plus(std::chrono::nanoseconds a, std::chrono::nanoseconds b) {
+  return a + std::min(b, std::chrono::nanoseconds::max() - a);
+}
+
+std::chrono::nanoseconds nanosecondsOf(double value) {
+  return std::chrono::nanoseconds(static_cast<std::int64_t>(std::clamp(value, 0.0, 0x1p62)));
+}
+
 bool isWork(TimePoint since, TimePoint until, std::chrono::nanoseconds interval) {
   return until - since > 2 * interval;
 }
@@ -82,16 +93,34 @@ void IdleDetector::prune(TimePoint now) {
     history_.pop_front();
 }
 
-IdleVerdict IdleDetector::add(const CpuSample& sample) {
+CpuSample IdleDetector::withLostTicks(const CpuSample& sample) {
+  if (lastRead_ && sample.cpus > 0) {
+    const CpuSample& last = *lastRead_;
+    const auto counted = sample.busy - last.busy;
+    if (sample.own - last.own > counted) {
+      const double wall = static_cast<double>((sample.at - last.at).count()) * sample.cpus;
+      const double shortfall = wall - static_cast<double>((sample.total - last.total).count());
+      if (shortfall > kLostTicksShare * wall) lost_ = plus(lost_, nanosecondsOf(shortfall));
+    }
+  }
+  lastRead_ = sample;
+  CpuSample held = sample;
+  held.busy = plus(held.busy, lost_);
+  held.total = plus(held.total, lost_);
+  return held;
+}
+
+IdleVerdict IdleDetector::add(const CpuSample& read) {
   IdleVerdict verdict;
-  if (!history_.empty()) {
-    const CpuSample& last = history_.back();
-    if (sample.busy < last.busy || sample.total < last.total || sample.own < last.own || sample.at < last.at) {
+  if (lastRead_) {
+    const CpuSample& last = *lastRead_;
+    if (read.busy < last.busy || read.total < last.total || read.own < last.own || read.at < last.at) {
       verdict.reset = true;
       verdict.periodEnded = inPeriod_;
       reset();
     }
   }
+  const CpuSample sample = withLostTicks(read);
   history_.push_back(sample);
   prune(sample.at);
   if (history_.size() >= 2) verdict.spanPercent = busyPercent(history_[history_.size() - 2], sample);

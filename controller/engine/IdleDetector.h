@@ -18,6 +18,12 @@
 // - Counters going backwards (CPU hotplug, a new cgroup under an old name) reset the tracker.
 // - Busy time is reduced by the sampler's own CPU time (`own`), so reclaimd's reads,
 //   reclaim writes and compaction never hold back or end an idle period.
+// - Ticks a starved VM lost count as busy. /proc/stat counts busy time by timer ticks but idle
+//   time by the clock, and `own` is exact: a vCPU that the host does not run while it works
+//   loses ticks, so the counted busy time can fall below our own, and subtracting it would
+//   erase the work that ran beside us. A span whose own CPU time exceeds its counted busy time
+//   and whose counted CPU time falls short of wall time x CPUs by more than kLostTicksShare
+//   adds the shortfall to busy (and total): it is time the CPUs ran without being counted.
 // Pure: fed with samples that carry their own timestamps; never reads a clock or a file.
 #pragma once
 
@@ -42,7 +48,12 @@ struct CpuSample {
   std::chrono::nanoseconds busy{0};
   std::chrono::nanoseconds total{0};
   std::chrono::nanoseconds own{0};
+  unsigned cpus = 0;  // online CPUs, for wall time x CPUs; 0 when unknown (nothing is added)
 };
+
+// A shortfall of counted CPU time under this share of wall time x CPUs is rounding (USER_HZ
+// ticks, the moment of the read), not lost ticks.
+inline constexpr double kLostTicksShare = 0.05;
 
 enum class IdleState {
   Warmup,   // not enough history yet for a full window
@@ -108,12 +119,16 @@ class IdleDetector {
   // When the grace that follows work ends, if the busy run in progress (taken to end at the
   // last sample) or the last one that ended was work; nullopt when no work is on record.
   std::optional<TimePoint> graceEnd() const;
+  // `sample` with the ticks lost since the previous one added to busy and total.
+  CpuSample withLostTicks(const CpuSample& sample);
   // Follows runs of busy intervals; a run longer than two intervals that ends is work.
   void trackRun(bool intervalBusy);
   void prune(TimePoint now);
 
   IdleConfig config_;
-  std::deque<CpuSample> history_;
+  std::deque<CpuSample> history_;  // busy and total with lost ticks added
+  std::optional<CpuSample> lastRead_;  // the last sample as read
+  std::chrono::nanoseconds lost_{0};   // ticks lost since the last reset, as CPU time
   bool inPeriod_ = false;
   std::optional<TimePoint> busySince_;      // first sample of the busy run in progress
   TimePoint lastBusyAt_{};                  // last sample of that run

@@ -31,6 +31,7 @@ struct CgroupRef {
 struct CpuReading {
   std::chrono::nanoseconds busy{0};
   std::chrono::nanoseconds total{0};
+  unsigned cpus = 0;  // online CPUs; 0 when unknown
 };
 
 // A cgroup's reclaimable file cache (memory.stat active_file + inactive_file: not "file",

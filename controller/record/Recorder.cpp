@@ -96,7 +96,7 @@ void Recorder::did(const Command& command) {
 Result<CpuReading> Recorder::cpu() {
   auto r = inner_->cpu();
   LineWriter w("cpu");
-  result(w, r, [&](const CpuReading& c) { w.ns(c.busy).ns(c.total); });
+  result(w, r, [&](const CpuReading& c) { w.ns(c.busy).ns(c.total).i(c.cpus); });
   put(w);
   return r;
 }

@@ -1,5 +1,6 @@
 #include "controller/record/Replay.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <istream>
 #include <memory>
@@ -54,7 +55,11 @@ class ReplaySensors final : public Sensors {
   std::string ended;
 
   Result<CpuReading> cpu() override {
-    return answer<CpuReading>("cpu", [](LineReader& r) { return CpuReading{r.ns(), r.ns()}; });
+    return answer<CpuReading>("cpu", [](LineReader& r) { auto busy = r.ns();
+      auto total = r.ns();
+      // Any count is a reading the engine must take; a negative one is none.
+      return CpuReading{busy, total, static_cast<unsigned>(std::clamp<std::int64_t>(r.i(), 0, 1 << 20))};
+    });
   }
   std::chrono::nanoseconds ownCpu() override {
     auto r = next("owncpu");

@@ -42,7 +42,7 @@ Result<CpuReading> SystemSensors::cpu() {
   if (!times) return times.error();
   auto time = proc::cpuTime(*times, tick_);
   if (!time) return time.error();
-  return CpuReading{time->busy, time->total};
+  return CpuReading{time->busy, time->total, time->cpus};
 }
 
 nanoseconds SystemSensors::ownCpu() {

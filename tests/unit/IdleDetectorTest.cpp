@@ -33,6 +33,27 @@ class Machine {
     }
     return last;
   }
+  // A second on a VM whose vCPU the host starves: /proc/stat counts only `counted` of the CPU
+  // time that ran (busy by ticks; idle by the clock, so the lost ticks are missing from the
+  // total too); our own CPU time is exact.
+  IdleVerdict starved(double othersCpus, nanoseconds ownCpu, double counted) {
+    const double ran = 1e9 * othersCpus + static_cast<double>(ownCpu.count());
+    const auto lost = nanoseconds(static_cast<std::int64_t>(ran * (1 - counted)));
+    now_ += 1s;
+    busy_ += nanoseconds(static_cast<std::int64_t>(ran * counted));
+    total_ += 1s * cpus_ - lost;
+    own_ += ownCpu;
+    return detector_.add(CpuSample{now_, busy_, total_, own_, static_cast<unsigned>(cpus_)});
+  }
+  // A second in which `busy` was counted, `own` was ours and the counted total fell `short`
+  // of the wall time (a read that came late).
+  IdleVerdict counted(nanoseconds busy, nanoseconds own, nanoseconds shortOf) {
+    now_ += 1s;
+    busy_ += busy;
+    total_ += 1s * cpus_ - shortOf;
+    own_ += own;
+    return detector_.add(CpuSample{now_, busy_, total_, own_, static_cast<unsigned>(cpus_)});
+  }
   IdleVerdict baseline() { return detector_.add(CpuSample{now_, busy_, total_, own_}); }
   nanoseconds elapsed() const { return now_ - TimePoint{}; }
   IdleDetector& detector() { return detector_; }
@@ -147,6 +168,39 @@ TEST(IdleDetector, OwnCpuIsExcluded) {
   // The same load from someone else blocks the tick.
   v = m.advance(1s, 0.3, 0ns);
   EXPECT_EQ(v.state, IdleState::Blocked);
+}
+
+TEST(IdleDetector, WorkBesideUsOnAStarvedVmIsNotErased) {
+  // 3 % of a CPU of someone's work beside 600 ms a second of ours, with two thirds of the
+  // ticks lost: counted busy (220 ms) is below our own, so subtracting ours leaves nothing.
+  Machine m(kSeed, 2);
+  m.baseline();
+  IdleVerdict v;
+  for (int i = 0; i < 200; ++i) v = m.starved(0.03, 600ms, 0.35);
+  EXPECT_EQ(v.state, IdleState::Busy);
+  EXPECT_NEAR(v.windowPercent, 1.5, 0.1);
+}
+
+TEST(IdleDetector, OurOwnWorkOnAStarvedVmStaysOurs) {
+  Machine m(kSeed, 2);
+  m.baseline();
+  std::optional<nanoseconds> idleAt;
+  for (int i = 0; i < 200 && !idleAt; ++i) {
+    if (m.starved(0.0, 600ms, 0.35).idle()) idleAt = m.elapsed();
+  }
+  ASSERT_TRUE(idleAt);
+  EXPECT_EQ(*idleAt, 120s);
+}
+
+TEST(IdleDetector, TicksRoundedDownAreNotLost) {
+  // Our 40 ms counted as 30 ms (USER_HZ rounding) and a total 60 ms short of 2 s (the read
+  // came late): rounding, not a starved vCPU, so the second is ours alone.
+  Machine m(kSeed, 2);
+  m.baseline();
+  m.run(130s, 0.0);
+  auto v = m.counted(30ms, 40ms, 60ms);
+  EXPECT_TRUE(v.idle());
+  EXPECT_LT(v.intervalPercent, 0.001);
 }
 
 TEST(IdleDetector, ThresholdIsInclusive) {

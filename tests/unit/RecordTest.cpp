@@ -118,7 +118,7 @@ TEST_F(RecordTest, WhatIsNotARecordingIsRefusedWithAReason) {
   EXPECT_NE(err.find("not a reclaimd recording"), std::string::npos) << err;
   EXPECT_EQ(replay("reclaimd-recording 9\n", out, err), controller::kExitDataError);
   EXPECT_NE(err.find("version 9"), std::string::npos) << err;
-  EXPECT_EQ(replay("reclaimd-recording 2\nsetup 0 0 %\npolicy\nin x\n", out, err), controller::kExitDataError);
+  EXPECT_EQ(replay("reclaimd-recording 3\nsetup 0 0 %\npolicy\nin x\n", out, err), controller::kExitDataError);
   EXPECT_NE(err.find("a malformed input"), std::string::npos) << err;
 }
 

@@ -104,7 +104,7 @@ const SimCgroup* SimMachine::find(const CgroupRef& ref) const {
 Result<controller::CpuReading> SimMachine::cpu() {
   advance();
   if (auto f = fault("cpu")) return *f;
-  return controller::CpuReading{busy_, total_};
+  return controller::CpuReading{busy_, total_, static_cast<unsigned>(cpus_)};
 }
 
 Result<proc::Meminfo> SimMachine::meminfo() {
