@@ -160,6 +160,10 @@ def check_hot(c, series, tag):
         if a is None or b is None:
             break
         span = (b["t_ms"] - a["t_ms"]) / 1000
+        if span <= 0:
+            # One sample covers the whole minute (a starved guest sampled nothing in it): no rate.
+            t += MINUTE_S
+            continue
         rates.append(((b["io_rbytes"] - a["io_rbytes"]) * MINUTE_S / span, (b["pgpgin_kib"] - a["pgpgin_kib"]) * 1024))
         t += MINUTE_S
     if not c.check(len(rates) >= 10, f"{tag}: scaled minutes measured after the first two ({len(rates)})"):
