@@ -53,6 +53,7 @@ void Engine::setPolicy(policies::Policy policy) {
   pressure_.machine.reset();
   for (auto& [id, w] : pressure_.watched)
     w.stale = true;  // every scope is made anew, and watched anew
+  pressure_.watchChanges.clear();
   if (!policy_.pressure.enabled) {
     emit(Severity::Info, "pressure_watch")
         .add("scope", "machine")

@@ -12,6 +12,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <map>
 #include <optional>
@@ -108,6 +109,7 @@ class Engine {
   std::optional<Command> endStep(TimePoint now, Sensors& in);
   void chunkResult(const cgroup::ReclaimWrite& write, TimePoint now, Sensors& in);
   std::optional<Command> watchCommand();
+  std::deque<Command> watchChanges() const;
   std::vector<ScopeView> scopes() const;
 
   // Engine.cpp: the turn, idle detection, dropcache, waking.

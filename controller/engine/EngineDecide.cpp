@@ -151,27 +151,43 @@ void Engine::chunkResult(const cgroup::ReclaimWrite& write, TimePoint now, Senso
 }
 
 // The scopes the shell watches follow the scopes the engine has: one that went (or was made
-// anew by a reload, or changed its trigger) is forgotten, then each new one is watched.
+// anew by a reload, or changed its trigger) is forgotten, then each new one is watched. The
+// changes are worked out once and handed out one at a time; one that a later event made moot
+// is corrected by the next working-out, when these are done.
 std::optional<Command> Engine::watchCommand() {
-  const std::vector<ScopeView> want = scopes();
-  auto same = [](const Watching& w, const ScopeView& s) {
-    return w.path == s.cgroupPath && w.inode == s.inode && w.trigger.stall == s.trigger.stall &&
-           w.trigger.window == s.trigger.window;
-  };
-  for (auto it = pressure_.watched.begin(); it != pressure_.watched.end(); ++it) {
-    auto found = std::find_if(want.begin(), want.end(), [&](const ScopeView& s) { return s.id == it->first; });
-    if (it->second.stale || found == want.end() || !same(it->second, *found)) {
-      const ScopeId id = it->first;
-      pressure_.watched.erase(it);
-      return UnwatchScope{id};
+  if (pressure_.watchChanges.empty()) pressure_.watchChanges = watchChanges();
+  while (!pressure_.watchChanges.empty()) {
+    Command c = std::move(pressure_.watchChanges.front());
+    pressure_.watchChanges.pop_front();
+    if (const auto* u = std::get_if<UnwatchScope>(&c)) {
+      if (pressure_.watched.erase(u->id)) return c;
+      continue;
     }
-  }
-  for (const ScopeView& s : want) {
-    if (pressure_.watched.count(s.id)) continue;
-    pressure_.watched.emplace(s.id, Watching{s.cgroupPath, s.inode, s.trigger, false});
-    return WatchScope{s.id, s.cgroupPath, s.inode, s.trigger};
+    const auto& w = std::get<WatchScope>(c);
+    if (pressure_.watched.emplace(w.id, Watching{w.path, w.inode, w.trigger, false}).second) return c;
   }
   return std::nullopt;
+}
+
+std::deque<Command> Engine::watchChanges() const {
+  std::vector<ScopeView> want = scopes();
+  std::sort(want.begin(), want.end(), [](const ScopeView& a, const ScopeView& b) { return a.id < b.id; });
+  auto same = [](const Watching& w, const ScopeView& s) {
+    return !w.stale && w.path == s.cgroupPath && w.inode == s.inode && w.trigger.stall == s.trigger.stall &&
+           w.trigger.window == s.trigger.window;
+  };
+  std::deque<Command> changes;
+  auto s = want.begin();
+  for (const auto& [id, watching] : pressure_.watched) {  // both in id order
+    while (s != want.end() && s->id < id) ++s;
+    if (s == want.end() || s->id != id || !same(watching, *s)) changes.push_back(UnwatchScope{id});
+  }
+  for (const ScopeView& v : want) {
+    auto it = pressure_.watched.find(v.id);
+    if (it == pressure_.watched.end() || !same(it->second, v))
+      changes.push_back(WatchScope{v.id, v.cgroupPath, v.inode, v.trigger});
+  }
+  return changes;
 }
 
 }  // namespace reclaimd::controller

@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <optional>
 #include <string>
@@ -127,6 +128,9 @@ struct PressureState {
   // The targets' scopes before a reload, by path, until their scopes are made again.
   std::unordered_map<std::string, Scope> held;
   std::map<ScopeId, Watching> watched;
+  // Watch changes worked out together and handed out one a decide: working each out afresh
+  // compared every watched scope with every wanted one, for each of thousands of targets.
+  std::deque<Command> watchChanges;
   std::optional<std::uint64_t> machineRefaults;  // /proc/vmstat, this turn
   // Time spent inside memory.reclaim writes, cumulative: our own memory stall, subtracted from
   // the machine's pressure (PSI charges it to reclaimd's cgroup, so the root sees it).

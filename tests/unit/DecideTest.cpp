@@ -2,6 +2,9 @@
 // a pending stop changes. The simulated machine carries the commands out.
 #include <gtest/gtest.h>
 
+#include <set>
+#include <string>
+
 #include "controller/shell/Turn.h"
 #include "tests/unit/EngineHarness.h"
 
@@ -79,6 +82,36 @@ TEST_F(DecideTest, APendingStopEndsTheTurnBeforeItsNextChunkAndItsCompaction) {
   const auto steps = named("reclaim_step");
   ASSERT_EQ(steps.size(), 1u);
   EXPECT_EQ(*steps[0].field("end"), "stopped");
+}
+
+// What the shell watches is what the engine has scopes for, each once, as targets come and go.
+TEST_F(DecideTest, TheWatchesFollowTheTargetsAsTheyComeAndGo) {
+  auto watchedMatchesScopes = [&] {
+    std::set<controller::ScopeId> want{controller::kMachineScope};
+    for (const auto& t : engine_->targets())
+      if (t.scope) want.insert(t.id);
+    std::set<controller::ScopeId> have;
+    for (const auto& [id, w] : sim_.watching)
+      have.insert(id);
+    return want == have && want.size() > 1;
+  };
+  sim_.addCgroup("app.slice", 0);
+  for (int i = 0; i < 40; ++i)
+    sim_.addCgroup("app.slice/s" + std::to_string(i) + ".service", 100 * kMiB);
+  sim_.addCgroup("work.slice", 10 * kMiB);
+  sim_.chargeMachineTo("work.slice");
+  sim_.setMachineBusy(0.5);  // the machine never idle: the quiet services are the targets
+  start("reclaim: {floor: 64M}\nidle: {grace: 20s, interval: 5s}\n"
+        "rules:\n  - match: \"app.slice/*\"\n    idle_source: cgroup\n    floor: 24M\n    grace: 10s\n");
+  run(60s);
+  ASSERT_TRUE(watchedMatchesScopes()) << sim_.watching.size() << " watched, " << engine_->targets().size() << " targets, " << sim_.writes().size() << " writes";
+  const std::size_t before = sim_.watching.size();
+  for (int i = 0; i < 40; i += 2)
+    sim_.removeCgroup("app.slice/s" + std::to_string(i) + ".service");
+  sim_.addCgroup("app.slice/late.service", 100 * kMiB);
+  run(60s);
+  EXPECT_TRUE(watchedMatchesScopes()) << sim_.watching.size() << " watched";
+  EXPECT_LT(sim_.watching.size(), before) << "the removed cgroups' scopes are forgotten";
 }
 
 TEST_F(DecideTest, AReloadWatchesEveryScopeAfresh) {
