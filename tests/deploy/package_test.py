@@ -189,7 +189,7 @@ complete_line 'reclaimd status --'
 """
     r = run(["bash", "-c", script])
     got = dict(line.split("=>", 1) for line in r.stdout.splitlines() if "=>" in line)
-    c.equal(sorted(got.get("reclaimd ", "").split()), ["check-config", "probe", "run", "status"],
+    c.equal(sorted(got.get("reclaimd ", "").split()), ["check-config", "probe", "record", "replay", "run", "status"],
             "completion offers the subcommands")
     c.equal(sorted(got.get("reclaimd --log-level ", "").split()), ["debug", "error", "info", "off", "trace", "warn"],
             "completion offers the log levels")
