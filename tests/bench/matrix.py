@@ -46,9 +46,10 @@ MEM_MIB = 2048
 DATA = "4x100,100,25"  # file0-3: the cold files (400 MiB); file4: a 100 MiB hot set, file5: 25 MiB
 HOT = {20: ("/data/file4", 100), 5: ("/data/file5", 25)}  # % of the cache -> (file, MiB)
 BG = {"same": "work.slice", "apart": "bg.slice", "unit": "system.slice/editor.service"}
-# Full-scale seconds, multiplied by --scale: the daemon's idle grace, trimming interval and
-# refault window, the seed's fixed ticks and DAMON_RECLAIM's min_age (all their defaults).
+# Full-scale seconds, multiplied by --scale: the daemon's idle grace, idle interval, trimming
+# interval and refault window, the seed's fixed ticks and DAMON_RECLAIM's min_age (all their defaults).
 GRACE, TRIM_INTERVAL, REFAULT_WINDOW, SEED_TICK, DAMON_MIN_AGE = 120.0, 6.0, 10.0, 10.0, 120.0
+IDLE_INTERVAL = 10.0
 WARM_MIN = 2  # full-scale minutes the hot reader runs before the work starts
 
 
@@ -93,8 +94,10 @@ def policy(kind, scale):
         tick = min(grace, max(1.0, SEED_TICK * scale))
         return ["mode: gradual"] + lines + [f"  interval: {_dur(tick)}", f"  sample_period: {_dur(tick)}",
                                             "  predict: false", "trim:", "  enabled: false"]
-    if grace < 10:  # idle.interval (10 s) may not exceed the grace
-        lines.append(f"  interval: {_dur(max(1.0, grace))}")
+    # idle.interval (10 s) scaled too: it is the span the current busy share is judged over, and
+    # trimming waits while that share is heavy work, so at full length it would hold the first
+    # probe two scaled minutes after the work. At least 1 s, at most the grace.
+    lines.append(f"  interval: {_dur(min(grace, max(1.0, IDLE_INTERVAL * scale)))}")
     return lines + ["trim:", f"  interval: {_dur(max(0.5, TRIM_INTERVAL * scale))}",
                     "pressure:", f"  refault_window: {_dur(max(1.0, REFAULT_WINDOW * scale))}"]
 
