@@ -20,9 +20,10 @@ mon.samples is a list of Sample.
 import json
 import os
 import socket
-import threading
 import time
 from typing import NamedTuple
+
+from sampler import ThreadSampler
 
 FIELDS = ("t", "rss_kib", "ram_rss_kib", "guest_total_kib", "guest_free_kib",
           "guest_avail_kib", "guest_cache_kib", "stats_age_s", "host_busy_pct", "qemu_cpu_s")
@@ -118,31 +119,22 @@ def _ram_rss_kib(pid, mem_kib):
     return best
 
 
-class HostMonitor:
+class HostMonitor(ThreadSampler):
     def __init__(self, mem_mib, period=1.0, balloon_path="/machine/peripheral/balloon0",
                  poll_s=1):
+        super().__init__()
         self.mem_kib = mem_mib * 1024
         self.period = period
         self.balloon_path = balloon_path
         self.poll_s = poll_s
         self.samples = []
         self.errors = []
-        self._stop = threading.Event()
-        self._thread = None
 
     def attach(self, pid, qmp_path=None):
         """vmext.run's on_qemu_start: (re)start sampling this QEMU process."""
         self.stop()
-        self._stop.clear()
         self.samples = []
-        self._thread = threading.Thread(target=self._loop, args=(pid, qmp_path), daemon=True)
-        self._thread.start()
-
-    def stop(self):
-        if self._thread:
-            self._stop.set()
-            self._thread.join()
-            self._thread = None
+        self._start(pid, qmp_path)
 
     def _loop(self, pid, qmp_path):
         qmp = None

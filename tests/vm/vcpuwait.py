@@ -15,8 +15,9 @@ guest waited there. A guest that was idle (the vCPU halted) waits for nothing an
 Use: w = VcpuWait(); vm.run(..., on_qemu_start=w.attach); w.stop(); canary.Canary.of(lines, w).
 """
 import os
-import threading
 import time
+
+from sampler import ThreadSampler
 
 # 50 ms: a window of a second is counted to within a tenth of it; a sample reads two small
 # /proc files (~0.1 ms of host CPU), 0.4 % of a core at this rate.
@@ -40,27 +41,18 @@ def _vcpu_tids(pid):
     return tids
 
 
-class VcpuWait:
+class VcpuWait(ThreadSampler):
     def __init__(self, period=PERIOD_S):
+        super().__init__()
         self.period = period
         self.samples = []  # (host monotonic s, vCPU threads' wait s, main loop's wait s)
         self.error = None  # why nothing was sampled, if so
-        self._stop = threading.Event()
-        self._thread = None
 
     def attach(self, pid):
         """vm.run's on_qemu_start: (re)start sampling this QEMU process (a retried boot's too)."""
         self.stop()
-        self._stop.clear()
         self.samples, self.error = [], None
-        self._thread = threading.Thread(target=self._loop, args=(pid,), daemon=True)
-        self._thread.start()
-
-    def stop(self):
-        if self._thread:
-            self._stop.set()
-            self._thread.join()
-            self._thread = None
+        self._start(pid)
 
     def _loop(self, pid):
         vcpus, deadline = [], time.monotonic() + 10
