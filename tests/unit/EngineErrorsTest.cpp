@@ -11,10 +11,7 @@ using namespace std::chrono_literals;
 class EngineErrorsTest : public EngineHarness {};
 
 TEST_F(EngineErrorsTest, ABackoffEndsByTheClockWhileThePressureTotalCannotBeRead) {
-  sim_.addCgroup("work", 3000 * kMiB);
-  start("reclaim: {step_min: 64M, step_max: 64M, floor: 128M}\npressure: {calm: 30s, min_step: 16M}\n");
-  ASSERT_TRUE(runUntil([&] { return steps().size() >= 2; }, 3min));
-  stallTheMachine();
+  ASSERT_TRUE(twoStepsThenAStall());
   ASSERT_EQ(backoffs(), 1u);
   sim_.setMachineStall(0);
   sim_.failReads("pressure", EIO, 1'000'000);

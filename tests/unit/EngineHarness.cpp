@@ -55,6 +55,14 @@ void EngineHarness::stallTheMachine() {
   run(std::chrono::seconds(2));
 }
 
+bool EngineHarness::twoStepsThenAStall() {
+  sim_.addCgroup("work", 3000 * kMiB);
+  start("reclaim: {step_min: 64M, step_max: 64M, floor: 128M}\npressure: {calm: 30s, min_step: 16M}\n");
+  if (!runUntil([&] { return steps().size() >= 2; }, std::chrono::minutes(3))) return false;
+  stallTheMachine();
+  return true;
+}
+
 std::vector<Write> EngineHarness::writesSince(std::size_t from) const {
   const auto& w = sim_.writes();
   return from >= w.size() ? std::vector<Write>{} : std::vector<Write>(w.begin() + static_cast<long>(from), w.end());

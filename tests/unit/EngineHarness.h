@@ -78,6 +78,9 @@ class EngineHarness : public ::testing::Test {
   std::vector<Write> writesSince(std::size_t from) const;
   // The machine stalls half the time, its PSI trigger fires, and 2 s pass: one backoff.
   void stallTheMachine();
+  // The backoff scenarios' start: a 3000 MiB cgroup, 64 MiB steps, a 30 s calm period; two
+  // steps, then the machine stalls. False when the steps never came.
+  bool twoStepsThenAStall();
   // What SIGHUP does: the engine takes `policy` (its next turn has every scope watched afresh).
   void reload(policies::Policy policy) {
     engine_->setPolicy(std::move(policy));

@@ -12,10 +12,7 @@ using namespace std::chrono_literals;
 class EngineReloadTest : public EngineHarness {};
 
 TEST_F(EngineReloadTest, AReloadKeepsTheMachinesBackoff) {
-  sim_.addCgroup("work", 3000 * kMiB);
-  start("reclaim: {step_min: 64M, step_max: 64M, floor: 128M}\npressure: {calm: 30s, min_step: 16M}\n");
-  ASSERT_TRUE(runUntil([&] { return steps().size() >= 2; }, 3min));
-  stallTheMachine();
+  ASSERT_TRUE(twoStepsThenAStall());
   ASSERT_EQ(backoffs(), 1u);
   sim_.setMachineStall(0);
   const std::size_t before = sim_.writes().size();

@@ -89,10 +89,7 @@ TEST_F(EngineTest, ChunkLinesArePublishedWhileTheStepRuns) {
 // Idle entered -> pass -> backoff -> calm -> halved step -> doubled back, as one table: each
 // row is what the machine does for a while and what the steps asked must be afterwards.
 TEST_F(EngineTest, PressureBacksOffThenResumesWithAHalvedStepThatDoublesBack) {
-  sim_.addCgroup("work", 3000 * kMiB);
-  start("reclaim: {step_min: 64M, step_max: 64M, floor: 128M}\npressure: {calm: 30s, min_step: 16M}\n");
-  ASSERT_TRUE(runUntil([&] { return steps().size() >= 2; }, 3min));
-  stallTheMachine();  // the machine stalls 50 % of the time and the trigger fires
+  ASSERT_TRUE(twoStepsThenAStall());  // the machine stalls 50 % of the time and the trigger fires
   EXPECT_EQ(backoffs(), 1u);
   const std::size_t before = sim_.writes().size();
   sim_.setMachineStall(0);
