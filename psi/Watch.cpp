@@ -1,7 +1,6 @@
 #include "psi/Watch.h"
 
 #include <sys/epoll.h>
-#include <unistd.h>
 
 #include "psi/Pressure.h"
 
@@ -22,14 +21,8 @@ Source Source::failed(Error why) {
   return Source(why, why);
 }
 
-void Source::useEventSource(UniqueFd fd) {
-  trigger_ = std::move(fd);
-  eventfd_ = true;
-}
-
 void Source::dropTrigger(Error why) {
   trigger_ = std::move(why);
-  eventfd_ = false;
 }
 
 Result<void> Source::readable() const {
@@ -58,13 +51,12 @@ Result<void> Watch::add(const Source& source, std::uint32_t id) {
   auto fd = source.trigger();
   if (!fd) return fd.error();
   epoll_event ev{};
-  // An eventfd signals with EPOLLIN and must be read; a PSI trigger signals with EPOLLPRI only
-  // (its poll always reports EPOLLIN|EPOLLOUT too, so EPOLLIN must never be asked of it).
-  ev.events = source.isEventfd() ? EPOLLIN : EPOLLPRI;
-  // The id, the fd and its kind travel together (bit 63 marks an eventfd), so nothing has to be
-  // looked up or kept here; a source's fd closing removes it from the set.
-  const std::uint64_t kind = source.isEventfd() ? (1ULL << 63) : 0;
-  ev.data.u64 = kind | (static_cast<std::uint64_t>(id & 0x7fffffffU) << 32) | static_cast<std::uint32_t>(*fd);
+  // A PSI trigger signals with EPOLLPRI only (its poll always reports EPOLLIN|EPOLLOUT too, so
+  // EPOLLIN must never be asked of it).
+  ev.events = EPOLLPRI;
+  // The id and the fd travel together, so nothing has to be looked up or kept here; a source's
+  // fd closing removes it from the set.
+  ev.data.u64 = (static_cast<std::uint64_t>(id & 0x7fffffffU) << 32) | static_cast<std::uint32_t>(*fd);
   if (::epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, *fd, &ev) != 0)
     return errnoError(errno, "watch for pressure events");
   return {};
@@ -80,15 +72,8 @@ std::vector<WatchEvent> Watch::take() {
       const std::uint64_t data = events[i].data.u64;
       const auto id = static_cast<std::uint32_t>((data >> 32) & 0x7fffffffU);
       const int fd = static_cast<int>(static_cast<std::uint32_t>(data));
-      const bool isEventfd = (data >> 63) != 0;
       const bool gone = (events[i].events & (EPOLLERR | EPOLLHUP)) != 0;
-      if (isEventfd && (events[i].events & EPOLLIN)) {
-        std::uint64_t count = 0;
-        // A failed read leaves the eventfd readable: it is reported again on the next take.
-        if (::read(fd, &count, sizeof count) < 0) continue;
-      } else if (!gone && !(events[i].events & EPOLLPRI)) {
-        continue;  // not an event
-      }
+      if (!gone && !(events[i].events & EPOLLPRI)) continue;  // not an event
       // A removed cgroup's trigger keeps reporting until its fd is closed: stop watching it
       // (ENOENT if already gone from the set is fine: the fd is being dropped either way).
       if (gone) (void)::epoll_ctl(epoll_.get(), EPOLL_CTL_DEL, fd, nullptr);

@@ -22,15 +22,12 @@ class Source {
   static Source open(int dirFd, const std::string& name, const TriggerSpec& spec);
   // A source whose file could not be opened at all (its cgroup's directory is gone).
   static Source failed(Error why);
-  // A stand-in event source (an eventfd) instead of a PSI trigger: tests.
-  void useEventSource(UniqueFd fd);
   void dropTrigger(Error why);
 
   // Whether totals can be read; the Error is why not.
   Result<void> readable() const;
   // The trigger's fd; the Error is why there is none.
   Result<int> trigger() const;
-  bool isEventfd() const { return eventfd_; }
   // The "some" total, microseconds. Errors: why the file could not be opened, the read errno,
   // or Errc::Parse.
   Result<std::uint64_t> someTotal();
@@ -40,7 +37,6 @@ class Source {
 
   Result<KeptFile> totals_;
   Result<UniqueFd> trigger_;
-  bool eventfd_ = false;
 };
 
 struct WatchEvent {
@@ -58,8 +54,8 @@ class Watch {
   // Watches `source`'s trigger under `id` (31 bits). Errors: the epoll_ctl errno (EPERM: the fd
   // cannot be waited on, e.g. a regular file standing in for a pressure file).
   Result<void> add(const Source& source, std::uint32_t id);
-  // The sources that fired since the last call (non-blocking). Drains eventfds; a PSI event is
-  // consumed by the poll itself, so each is reported exactly once.
+  // The sources that fired since the last call (non-blocking). A PSI event is consumed by the
+  // poll itself, so each is reported exactly once.
   std::vector<WatchEvent> take();
 
  private:
