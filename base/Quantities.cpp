@@ -87,27 +87,32 @@ std::string formatMiBSigned(std::int64_t bytes) {
   return fmt::format("{:.1f}", static_cast<double>(bytes) / static_cast<double>(kMiB));
 }
 
+namespace {
+
+// The binary multiples a size is written in, largest first.
+struct Multiple {
+  std::uint64_t bytes;
+  const char* symbol;
+};
+constexpr Multiple kMultiples[] = {{kGiB * 1024, "TiB"}, {kGiB, "GiB"}, {kMiB, "MiB"}, {kKiB, "KiB"}};
+
+}  // namespace
+
 std::string formatBytes(std::uint64_t bytes) {
-  struct Unit {
-    std::uint64_t size;
-    const char* name;
-  };
-  constexpr Unit kUnits[] = {{kGiB * 1024, "TiB"}, {kGiB, "GiB"}, {kMiB, "MiB"}, {kKiB, "KiB"}};
-  for (const auto& unit : kUnits) {
-    if (bytes >= unit.size && bytes % unit.size == 0) return std::to_string(bytes / unit.size) + unit.name;
+  for (const Multiple& m : kMultiples) {
+    if (bytes >= m.bytes && bytes % m.bytes == 0) return std::to_string(bytes / m.bytes) + m.symbol;
   }
-  for (const auto& unit : kUnits) {
-    if (bytes >= unit.size)
-      return fmt::format("{:.1f}{}", static_cast<double>(bytes) / static_cast<double>(unit.size), unit.name);
+  for (const Multiple& m : kMultiples) {
+    if (bytes >= m.bytes)
+      return fmt::format("{:.1f}{}", static_cast<double>(bytes) / static_cast<double>(m.bytes), m.symbol);
   }
   return std::to_string(bytes) + "B";
 }
 
 std::string formatSize(std::uint64_t bytes) {
-  constexpr std::pair<std::uint64_t, const char*> kUnits[] = {
-      {kGiB * 1024, "TiB"}, {kGiB, "GiB"}, {kMiB, "MiB"}, {kKiB, "KiB"}};
-  for (const auto& [size, name] : kUnits) {
-    if (bytes >= size) return fmt::format("{:.1f} {}", static_cast<double>(bytes) / static_cast<double>(size), name);
+  for (const Multiple& m : kMultiples) {
+    if (bytes >= m.bytes)
+      return fmt::format("{:.1f} {}", static_cast<double>(bytes) / static_cast<double>(m.bytes), m.symbol);
   }
   return fmt::format("{} B", bytes);
 }

@@ -21,18 +21,18 @@ void RefaultGuard::observe(TimePoint at, std::uint64_t refaults) {
 }
 
 void RefaultGuard::stepEnded(TimePoint at, std::uint64_t refaults) {
-  watch_ = Watch{at, refaults, rate_};
+  afterStep_ = AfterStep{at, refaults, rate_};
   lastAt_ = at;
   last_ = refaults;
 }
 
 std::optional<RefaultJump> RefaultGuard::check(TimePoint at, std::uint64_t refaults) {
-  if (!watch_) {
+  if (!afterStep_) {
     observe(at, refaults);
     return std::nullopt;
   }
   if (refaults < last_) {  // counter reset: a new cgroup under the old name
-    watch_.reset();
+    afterStep_.reset();
     observe(at, refaults);
     return std::nullopt;
   }
@@ -40,7 +40,7 @@ std::optional<RefaultJump> RefaultGuard::check(TimePoint at, std::uint64_t refau
   // previous reading, at an even rate: refaults spread over two minutes after a step are not
   // all the step's doing, and a tick as long as the window still sees its
   // own step's refaults.
-  const TimePoint end = watch_->since + config_.window;
+  const TimePoint end = afterStep_->since + config_.window;
   double counted = static_cast<double>(refaults);
   TimePoint upTo = at;
   if (at > end && at > *lastAt_) {
@@ -50,14 +50,14 @@ std::optional<RefaultJump> RefaultGuard::check(TimePoint at, std::uint64_t refau
   }
   lastAt_ = at;  // during a watch, the previous reading (observe() resumes from it after)
   last_ = refaults;
-  const double elapsed = seconds(upTo - watch_->since);
-  const double expected = watch_->rateBefore * elapsed;
-  const double seen = counted - static_cast<double>(watch_->base);
+  const double elapsed = seconds(upTo - afterStep_->since);
+  const double expected = afterStep_->rateBefore * elapsed;
+  const double seen = counted - static_cast<double>(afterStep_->base);
   std::optional<RefaultJump> jump;
   if (seen - expected > static_cast<double>(config_.limitPages))
-    jump = RefaultJump{saturatingCount(seen - expected), watch_->rateBefore,
+    jump = RefaultJump{saturatingCount(seen - expected), afterStep_->rateBefore,
                        elapsed > 0 ? seen / elapsed : seen};
-  if (jump || at >= end) watch_.reset();  // one alarm per step; a window without one ends quietly
+  if (jump || at >= end) afterStep_.reset();  // one alarm per step; a window without one ends quietly
   return jump;
 }
 

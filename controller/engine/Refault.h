@@ -42,11 +42,12 @@ class RefaultGuard {
   // window's end is judged on the window's share of what came since the previous reading.
   std::optional<RefaultJump> check(TimePoint at, std::uint64_t refaults);
 
-  bool watching() const { return watch_.has_value(); }
+  bool watching() const { return afterStep_.has_value(); }
   void reconfigure(RefaultConfig config) { config_ = config; }
 
  private:
-  struct Watch {
+  // The step being watched: when it ended, the counter then, and the rate before it.
+  struct AfterStep {
     TimePoint since;
     std::uint64_t base;
     double rateBefore;
@@ -55,7 +56,7 @@ class RefaultGuard {
   std::optional<TimePoint> lastAt_;  // the newest reading, in a watch or not
   std::uint64_t last_ = 0;
   double rate_ = 0;  // pages per second between the last two readings outside a watch
-  std::optional<Watch> watch_;
+  std::optional<AfterStep> afterStep_;
 };
 
 }  // namespace reclaimd::controller
