@@ -134,6 +134,8 @@ Plan Engine::turn(TimePoint now, Sensors& in) {
     if (auto scan = in.cgroupCpuScan()) {
       idle_.busy.add(now, cpu->total, in.ownCpu(), std::move(*scan));
     } else {
+      // No tree to scan (cgroup v1) or an unreadable root: no cgroup is named as keeping the
+      // machine busy, ignoring the error (on v1 it is every scan's); the next try waits a period.
       idle_.busy.failed(now);
     }
   }
@@ -166,7 +168,10 @@ void Engine::observeCpu(Sensors& in, const CpuSample& sample) {
   }
   if (v.periodStarted) {
     ++counters_.idlePeriods;
+    // Unreadable, the period starts all the same and the line says "?" for what waits; the
+    // failed read is a skipped sample like any other.
     auto mem = in.meminfo();
+    if (!mem) sampleError(mem.error(), sample.at);
     emit(Severity::Info, "idle_entered")
         .add("window_busy_pct", v.windowPercent, 3)
         .add("interval_busy_pct", v.intervalPercent, 3)
@@ -200,12 +205,16 @@ void Engine::sayWhyHeld(TimePoint now, Sensors& in) {
   said_.held = idle_.verdict.state;
   said_.heldNames = std::move(names);
   said_.heldAt = now;
+  // Unreadable, the line goes without waiting_mib, the failed read a skipped sample (read first:
+  // that event must not come between the line and its fields).
+  auto mem = in.meminfo();
+  if (!mem) sampleError(mem.error(), now);
   Event& e = emit(Severity::Info, "held");
   e.add("state", toString(idle_.verdict.state))
       .add("busy_pct", idle_.verdict.state == IdleState::Warmup ? warmupShare.value_or(0) : idle_.verdict.windowPercent,
            3)
       .add("threshold_pct", policy_.idle.thresholdPercent, 3);
-  if (auto mem = in.meminfo()) {
+  if (mem) {
     const std::uint64_t r = mem->reclaimable();
     e.mib("waiting_mib", r > policy_.reclaim.floor ? r - policy_.reclaim.floor : 0);
   }
@@ -226,7 +235,10 @@ void Engine::dropCacheTurn(TimePoint now, Sensors& in, Plan& plan) {
   said_.dropPaused = false;
   idle_.period.dropped = true;
   if (setup_.dryRun) {
+    // Unreadable, the would-be drop is said with "?" and adds nothing to what would have been
+    // reclaimed (a figure is not made up); the failed read is a skipped sample.
     auto mem = in.meminfo();
+    if (!mem) sampleError(mem.error(), now);
     emit(Severity::Info, "dropcache")
         .add("dry_run", true)
         .add("reclaimable_mib", mem ? formatMiB(mem->reclaimable()) : "?");

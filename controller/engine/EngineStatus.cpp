@@ -33,6 +33,8 @@ std::string Engine::ruleLabel(const TargetState& t) const {
 }
 
 void Engine::fillReclaimable(Status& s, Sensors& in) const {
+  // Unreadable when asked, a figure stays as the last turn measured it (a target's) or is left
+  // out (what waits), ignoring the error: status answers between turns, which say their own.
   auto mem = in.meminfo();
   if (mem) s.waitingBytes = above(mem->reclaimable(), policy_.reclaim.floor);
   for (TargetStatus& ts : s.targets) {

@@ -38,6 +38,8 @@ sigset_t daemonSignals() {
   return mask;
 }
 
+// Unreadable (or no cgroup v2 line), reclaimd names no cgroup its own, ignoring the error: its
+// CPU then counts as its cgroup's like anyone's, which can only keep that cgroup busier.
 std::string ownCgroup(const Paths& paths) {
   auto text = readFileAt(AT_FDCWD, paths.proc("self/cgroup"));
   return text ? cgroup::parseProcCgroup(*text).value_or("") : "";
@@ -48,7 +50,7 @@ std::string wallClock(TimePoint at, TimePoint now) {
   const auto wall = system_clock::now() - duration_cast<system_clock::duration>(now - at);
   const std::time_t t = system_clock::to_time_t(wall);
   std::tm tm{};
-  if (localtime_r(&t, &tm) == nullptr) return "?";
+  if (localtime_r(&t, &tm) == nullptr) return "?";  // the time out of range: status says "?" for it
   char text[16];
   const std::size_t n = std::strftime(text, sizeof text, "%H:%M:%S", &tm);
   return std::string(text, n);

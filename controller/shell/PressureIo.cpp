@@ -29,7 +29,7 @@ Watched PressureIo::watched(ScopeId id, psi::Source& source, std::string how, bo
   if (auto readable = source.readable(); !readable) return Watched{PressureFeed::Off, readable.error().message(), gone};
   if (source.trigger()) {
     if (auto added = watch_.add(source, id); !added) {
-      // EPERM: not something epoll can wait on (a regular file in a test fixture).
+      // Refused by epoll, the scope's totals are polled instead, and the engine says why.
       source.dropTrigger(added.error());
     }
   }

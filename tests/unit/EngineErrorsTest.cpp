@@ -91,5 +91,35 @@ TEST_F(EngineErrorsTest, ADropWhoseCacheCannotBeReadIsSaidWithoutMadeUpFigures) 
   EXPECT_GE(count("sample_skipped"), 1u);
 }
 
+TEST_F(EngineErrorsTest, AnIdlePeriodWhoseCacheCannotBeReadStartsAndTheReadIsSaid) {
+  sim_.addCgroup("work", 1000 * kMiB);
+  start("mode: dropcache\n");
+  ASSERT_TRUE(runUntil([&] { return count("held") >= 1; }, 1min)) << "warming up";
+  sim_.failReads("meminfo", EIO, 1);  // the next read: idle_entered's
+  ASSERT_TRUE(runUntil([&] { return count("idle_entered") >= 1; }, 5min));
+  const Event entered = named("idle_entered").front();
+  EXPECT_EQ(entered.field("reclaimable_mib").value_or(""), "?") << entered.text();
+  const auto skipped = named("sample_skipped");
+  ASSERT_FALSE(skipped.empty()) << "the failed read is said";
+  EXPECT_NE(skipped.front().field("error").value_or("").find("injected meminfo"), std::string::npos)
+      << skipped.front().text();
+  EXPECT_EQ(drops(), 1u) << "the period went on to its drop";
+}
+
+TEST_F(EngineErrorsTest, AHeldLineWhoseCacheCannotBeReadGoesWithoutItAndTheReadIsSaid) {
+  sim_.addCgroup("work", 1000 * kMiB);
+  sim_.setMachineBusy(1.0);
+  sim_.failReads("meminfo", EIO, 1'000'000);
+  start("trim: {enabled: false}\n");
+  ASSERT_TRUE(runUntil([&] { return count("held") >= 1; }, 3min));
+  const Event held = named("held").front();
+  EXPECT_FALSE(held.field("waiting_mib")) << held.text();
+  EXPECT_TRUE(held.field("busy_pct")) << "the rest of the line stands: " << held.text();
+  const auto skipped = named("sample_skipped");
+  ASSERT_FALSE(skipped.empty()) << "the failed read is said";
+  EXPECT_NE(skipped.front().field("error").value_or("").find("injected meminfo"), std::string::npos)
+      << skipped.front().text();
+}
+
 }  // namespace
 }  // namespace reclaimd::testing
