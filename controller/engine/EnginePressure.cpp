@@ -86,7 +86,7 @@ void Engine::pressureEvent(ScopeId id, bool gone, TimePoint now, Sensors& in) {
         .add("mode", "off")
         .add("reason", "cgroup removed");
     scope->setFeed(PressureFeed::Off, "cgroup removed");
-    targets_.lastWalk.reset();
+    if (TargetState* t = find(id)) targetGone(*t);
     return;
   }
   ++scope->events;

@@ -2,6 +2,7 @@
 // a pending stop changes. The simulated machine carries the commands out.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <set>
 #include <string>
 
@@ -112,6 +113,22 @@ TEST_F(DecideTest, TheWatchesFollowTheTargetsAsTheyComeAndGo) {
   run(60s);
   EXPECT_TRUE(watchedMatchesScopes()) << sim_.watching.size() << " watched";
   EXPECT_LT(sim_.watching.size(), before) << "the removed cgroups' scopes are forgotten";
+}
+
+// A target's trigger that says its cgroup was removed: the next turn walks again and the target
+// is gone, without waiting for a read of its files to fail.
+TEST_F(DecideTest, ATriggerThatSaysItsCgroupLeftHasTheNextTurnWalkItAway) {
+  sim_.addCgroup("work", 3000 * kMiB);
+  start("rules:\n  - match: work\n    floor: 128M\n");
+  ASSERT_TRUE(runUntil([&] { return !steps("work").empty(); }, 3min));
+  auto isWork = [](const controller::TargetState& t) { return t.path == "work"; };
+  ASSERT_TRUE(std::any_of(engine_->targets().begin(), engine_->targets().end(), isWork));
+  const int walks = sim_.walks;
+  sim_.removeCgroup("work");
+  sim_.pressureFires("work", true);
+  ASSERT_TRUE(runUntil([] { return true; }, 1min));  // one turn
+  EXPECT_EQ(sim_.walks, walks + 1) << "walked again at once";
+  EXPECT_TRUE(std::none_of(engine_->targets().begin(), engine_->targets().end(), isWork));
 }
 
 TEST_F(DecideTest, AReloadWatchesEveryScopeAfresh) {
