@@ -59,8 +59,4 @@ Result<ReclaimFile> Cgroup::openReclaim() const {
   return ReclaimFile::open(dir_.get(), label());
 }
 
-int Cgroup::openFiles() const {
-  return (dir_ ? 1 : 0) + (memoryStat_ ? 1 : 0) + (cpuStat_ ? 1 : 0);
-}
-
 }  // namespace reclaimd::cgroup

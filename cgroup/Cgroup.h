@@ -35,12 +35,10 @@ class Cgroup {
   Result<CpuStat> cpuStat();
   // Closes cpu.stat (a target whose idle source no longer needs it).
   void closeCpuStat() { cpuStat_.reset(); }
-  // memory.reclaim, opened for one step: the caller keeps the ReclaimFile for the step's
-  // chunks and drops it after. Errors: the open errno (ENOENT/ENODEV: gone), Errc::Refused
+  // memory.reclaim, opened for a write and closed after it (kept open, a tree of thousands of
+  // targets would hold an fd each). Errors: the open errno (ENOENT/ENODEV: gone), Errc::Refused
   // (a symlink or FIFO planted as memory.reclaim).
   Result<ReclaimFile> openReclaim() const;
-  // Files this object holds open now (the directory included): what the fd budget counts.
-  int openFiles() const;
 
  private:
   Cgroup(UniqueFd dir, std::string path, std::uint64_t inode)
