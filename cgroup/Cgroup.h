@@ -33,8 +33,6 @@ class Cgroup {
   Result<MemoryStat> memoryStat();
   // cpu.stat, opened on first use and kept. Errors: as memoryStat.
   Result<CpuStat> cpuStat();
-  // Closes cpu.stat (a target whose idle source no longer needs it).
-  void closeCpuStat() { cpuStat_.reset(); }
   // memory.reclaim, opened for a write and closed after it (kept open, a tree of thousands of
   // targets would hold an fd each). Errors: the open errno (ENOENT/ENODEV: gone), Errc::Refused
   // (a symlink or FIFO planted as memory.reclaim).

@@ -23,14 +23,6 @@ Result<void> Loop::add(int fd, Handler handler, int rank, std::uint32_t events) 
   return {};
 }
 
-Result<void> Loop::remove(int fd) {
-  auto it = std::find_if(entries_.begin(), entries_.end(), [fd](const auto& e) { return e->fd == fd; });
-  if (it == entries_.end()) return {};
-  if (::epoll_ctl(epoll_.get(), EPOLL_CTL_DEL, fd, nullptr) != 0) return errnoError(errno, "epoll_ctl del");
-  entries_.erase(it);
-  return {};
-}
-
 Result<void> Loop::run() {
   constexpr int kMax = 16;
   while (!stopped_) {

@@ -23,8 +23,6 @@ class Loop {
   // in order of `rank`, lowest first: signals before pressure before the timer, so a SIGTERM that
   // arrives with a timer tick never waits for a reclaim step. Errors: the epoll_ctl errno.
   Result<void> add(int fd, Handler handler, int rank, std::uint32_t events = 0x001 /* EPOLLIN */);
-  // Stops watching `fd`. Errors: the epoll_ctl errno.
-  Result<void> remove(int fd);
 
   // Waits and dispatches until stop() is called from a handler. Errors: the epoll_wait errno.
   Result<void> run();
