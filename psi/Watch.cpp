@@ -57,8 +57,7 @@ Result<void> Watch::add(const Source& source, std::uint32_t id) {
   // The id and the fd travel together, so nothing has to be looked up or kept here; a source's
   // fd closing removes it from the set.
   ev.data.u64 = (static_cast<std::uint64_t>(id & 0x7fffffffU) << 32) | static_cast<std::uint32_t>(*fd);
-  if (::epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, *fd, &ev) != 0)
-    return errnoError(errno, "watch for pressure events");
+  if (::epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, *fd, &ev) != 0) return errnoError(errno, "watch for pressure events");
   return {};
 }
 

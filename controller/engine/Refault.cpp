@@ -55,8 +55,7 @@ std::optional<RefaultJump> RefaultGuard::check(TimePoint at, std::uint64_t refau
   const double seen = counted - static_cast<double>(afterStep_->base);
   std::optional<RefaultJump> jump;
   if (seen - expected > static_cast<double>(config_.limitPages))
-    jump = RefaultJump{saturatingCount(seen - expected), afterStep_->rateBefore,
-                       elapsed > 0 ? seen / elapsed : seen};
+    jump = RefaultJump{saturatingCount(seen - expected), afterStep_->rateBefore, elapsed > 0 ? seen / elapsed : seen};
   if (jump || at >= end) afterStep_.reset();  // one alarm per step; a window without one ends quietly
   return jump;
 }
