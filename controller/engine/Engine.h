@@ -58,12 +58,10 @@ struct EngineSetup {
 };
 
 // Trim probes are logged at debug; at info each trimmed target gets one summary line this often
-// (a probe every trim.interval, 6 s by default, was 600 info lines an hour per busy target).
+// (a line per probe, one every trim.interval, 6 s by default, would be 600 an hour per busy target).
 inline constexpr std::chrono::minutes kTrimSummaryEvery{10};
 // While the machine is busy, free memory is compacted once this much has been freed since.
 inline constexpr std::uint64_t kCompactAfterBusy = 64ULL << 20;
-
-
 
 class Engine {
  public:
