@@ -229,6 +229,7 @@ void Engine::measureTargets(TimePoint now, Sensors& in, const proc::Meminfo& mem
     // idle: the work coming back is exactly what the watch is for.
     if (t.gone || !(t.active() || t.refaults.watching() || trimDue(t, now))) continue;
     if (t.isRoot()) {
+      // Unreadable refaults stand at 0 here and judge nothing: checkRefaults() is skipped.
       t.measured = MemoryReading{mem.reclaimable(), pressure_.machineRefaults.value_or(0)};
       t.lastReclaimable = mem.reclaimable();
       if (pressure_.machineRefaults) checkRefaults(t, now);
