@@ -21,6 +21,7 @@ std::uint64_t percentOf(std::uint64_t bytes, double percent) {
 void TrimLaw::start(TimePoint now, std::uint64_t above, const TrimLawSettings& s) {
   const std::uint64_t share = percentOf(above, s.percent);
   step_ = std::min(std::max(share, s.minStep), cap(above, s));
+  above_ = above;
   cleanSince_ = now;
 }
 
@@ -29,6 +30,7 @@ std::uint64_t TrimLaw::size(std::uint64_t above, const TrimLawSettings& s) const
 }
 
 void TrimLaw::probed(TimePoint now, std::uint64_t above, const TrimLawSettings& s) {
+  above_ = above;
   if (now - cleanSince_ < s.grace / 2) return;
   holds_ = 0;
   // Saturating: a step near 2^63 stays where it is rather than wrapping.
@@ -45,6 +47,11 @@ void TrimLaw::rebase(std::uint64_t refaultedBytes) {
   freedSince_ = 0;
 }
 
+std::uint64_t TrimLaw::evidence(const TrimLawSettings& s) const {
+  const std::uint64_t steps = s.minStep > UINT64_MAX / 4 ? UINT64_MAX : 4 * s.minStep;
+  return holds_ > 0 ? steps : std::max(steps, above_ / 4);
+}
+
 std::optional<std::chrono::nanoseconds> TrimLaw::refaulted(TimePoint now, std::uint64_t reclaimable,
                                                            std::uint64_t refaultedBytes, const TrimLawSettings& s) {
   step_ = s.minStep;
@@ -54,7 +61,7 @@ std::optional<std::chrono::nanoseconds> TrimLaw::refaulted(TimePoint now, std::u
     rebase(refaultedBytes);
     return std::nullopt;
   }
-  if (freedSince_ / 4 < s.minStep) return std::nullopt;  // too little probed yet to judge
+  if (freedSince_ < evidence(s)) return std::nullopt;  // too little probed yet to judge
   const std::uint64_t back = refaultedBytes - *refaultedAt_;
   const bool bottom = back >= freedSince_ / 2;
   rebase(refaultedBytes);

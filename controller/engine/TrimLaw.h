@@ -10,10 +10,18 @@
 //   every probe, up to a quarter of what lies above the floor and the reclaim chunk, so cold
 //   cache goes in minutes once the kernel knows what is hot.
 // - Only when what came back from disk since the previous refault is at least half of what the
-//   probes freed since (judged over at least four smallest steps) are the probes at the bottom:
-//   what is left is the work's. Then probing holds for a grace, doubling while it stays so
-//   right after each hold, up to kMaxHold. A clean stretch ends the escalation. A kernel still
-//   learning gives back a little of much: no hold.
+//   probes freed since are the probes at the bottom: what is left is the work's. Then probing
+//   holds for a grace, doubling while it stays so right after each hold, up to kMaxHold. A clean
+//   stretch ends the escalation. A kernel still learning gives back a little of much: no hold.
+// - The first hold in a row is judged over a quarter of what lies above the floor, later ones
+//   over four smallest steps. A kernel's first contact with a hot set can give back every byte
+//   the probes free for a long while: MGLRU leaves a file read with read() in the generation it
+//   was read into, so where the cold cache was read after it (through a mapping on 6.12, once
+//   on 7.2) the hot set lies in older generations than much of that cache, and its pages come
+//   back once before the kernel keeps them (84-100 MiB of a 100 MiB hot set on 6.12, 20 MiB on 7.2); then the
+//   cold cache behind it goes. Judged over 16 MiB, that contact held probing for 2 and then 4
+//   minutes, and the cold cache was still there 10 minutes after the work (6.12). At the
+//   bottom, the wider first judgement costs that quarter read back once.
 // Pure: fed with the time and the target's figures.
 #pragma once
 
@@ -42,7 +50,8 @@ class TrimLaw {
   // The next probe's size with `above` bytes over the floor: the step, but never more than a
   // quarter of `above` (or the smallest step), nor more than `above`.
   std::uint64_t size(std::uint64_t above, const TrimLawSettings& s) const;
-  // A probe is due at `now`: after a clean stretch the step doubles.
+  // A probe is due at `now` with `above` bytes over the floor: after a clean stretch the step
+  // doubles.
   void probed(TimePoint now, std::uint64_t above, const TrimLawSettings& s);
   // A probe freed `bytes`.
   void freed(std::uint64_t bytes);
@@ -61,8 +70,11 @@ class TrimLaw {
  private:
   // Starts judging afresh from the counter at `refaultedBytes`.
   void rebase(std::uint64_t refaultedBytes);
+  // What the probes must have freed since judging started before refaults may hold them.
+  std::uint64_t evidence(const TrimLawSettings& s) const;
 
   std::uint64_t step_ = 0;
+  std::uint64_t above_ = 0;  // over the floor, as of the last start or probe
   TimePoint cleanSince_{};
   std::optional<std::uint64_t> refaultedAt_;  // the counter when judging started
   std::uint64_t freedSince_ = 0;              // by probes since then
