@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <sys/epoll.h>
+#include <unistd.h>
 
 #include <cstring>
 #include <nlohmann/json.hpp>
@@ -159,6 +160,8 @@ psi::TriggerSpec machineTrigger(const policies::PressureSettings& pressure) {
 
 Capabilities probe(const Paths& paths, const psi::TriggerSpec& trigger) {
   Capabilities caps;
+  // Never fails on Linux; a nonsense answer leaves the 4 KiB of x86-64.
+  if (const long page = ::sysconf(_SC_PAGESIZE); page > 0) caps.pageBytes = static_cast<std::uint64_t>(page);
   probeCgroup(paths, caps);
 
   probeSwap(paths, caps);

@@ -2,6 +2,7 @@
 // (controller/Probe.h) finds it, the engine decides with it.
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 namespace reclaimd::controller {
@@ -29,6 +30,9 @@ struct Capabilities {
   // Where libcgroup sees the memory controller mounted (a v1 path on hybrid hosts); empty when
   // not asked (a --proc-root other than /proc: libcgroup reads the real mount table) or unknown.
   std::string libcgroupMemory;
+  // The kernel's page size: workingset_refault_* counts pages and reclaimd's figures are bytes.
+  // 4 KiB until probed (x86-64; arm64 kernels may have 16 or 64 KiB pages).
+  std::uint64_t pageBytes = 4096;
 };
 
 }  // namespace reclaimd::controller

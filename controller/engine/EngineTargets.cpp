@@ -13,8 +13,9 @@ namespace reclaimd::controller {
 
 namespace {
 
-RefaultConfig refaultConfigOf(const policies::Governance& gov) {
-  return RefaultConfig{gov.pressure.refaultWindow, gov.pressure.refaultLimit / kPageBytes};
+// The limit in the counter's pages.
+RefaultConfig refaultConfigOf(const policies::Governance& gov, std::uint64_t pageBytes) {
+  return RefaultConfig{gov.pressure.refaultWindow, gov.pressure.refaultLimit / pageBytes};
 }
 
 }  // namespace
@@ -99,7 +100,7 @@ void Engine::adopt(std::vector<TargetState>& next, const std::unordered_map<std:
     if (kept.usesCgroupCpu() && !kept.cpuIdle) kept.cpuIdle.emplace(idleConfigOf(gov.idle));
     if (!kept.usesCgroupCpu()) kept.cpuIdle.reset();
     if (kept.cpuIdle) kept.cpuIdle->reconfigure(idleConfigOf(gov.idle));
-    kept.refaults.reconfigure(refaultConfigOf(gov));
+    kept.refaults.reconfigure(refaultConfigOf(gov, caps_.pageBytes));
     next.push_back(std::move(kept));
     return;
   }
@@ -118,7 +119,7 @@ TargetState Engine::newTarget(std::string path, std::uint64_t inode, const polic
   t.inode = inode;
   t.gov = gov;
   t.firstSeen = now;
-  t.refaults.reconfigure(refaultConfigOf(gov));
+  t.refaults.reconfigure(refaultConfigOf(gov, caps_.pageBytes));
   return t;
 }
 

@@ -131,7 +131,8 @@ void Engine::scheduleTrims(TimePoint now) {
 // Refaults jumped after a probe: the probe reached cache the work uses. Once, the kernel is
 // still learning what is hot; recurring, the probes are at the bottom and probing holds.
 void Engine::holdTrim(TargetState& t, const RefaultJump& jump, TimePoint now) {
-  const auto hold = t.trim.law.refaulted(now, t.measured->reclaimable, t.measured->refaults * kPageBytes, trimLaw(t));
+  const auto hold =
+      t.trim.law.refaulted(now, t.measured->reclaimable, t.measured->refaults * caps_.pageBytes, trimLaw(t));
   if (!hold) {
     emit(Severity::Info, "trim_refaulted")
         .add("cgroup", t.label())

@@ -14,10 +14,6 @@
 
 namespace reclaimd::controller {
 
-// workingset_refault_* counts pages and reclaimd's figures are bytes: pages of 4 KiB, as on
-// x86-64 and the arm64 kernels distributions ship (64 KiB pages make the limit 16 times looser).
-inline constexpr std::uint64_t kPageBytes = 4096;
-
 struct RefaultConfig {
   std::chrono::nanoseconds window = std::chrono::seconds(10);
   std::uint64_t limitPages = 256;  // 1 MiB of 4 KiB pages read back beyond the usual rate

@@ -150,11 +150,18 @@ bool LineReader::done() {
   return ok();
 }
 
+namespace {
+
+// Linux's largest page size (hexagon's 256 KiB; arm64 and powerpc go to 64 KiB), with room.
+constexpr std::uint64_t kMaxPageBytes = 1 << 20;
+
+}  // namespace
+
 void writeCaps(LineWriter& w, const Capabilities& c) {
   w.s(c.cgroupRoot).s(c.cgroupProblem).b(c.memoryController).b(c.reclaimWritable).s(c.reclaimProblem);
   w.u(static_cast<std::uint64_t>(c.swappinessKey)).b(c.swapActive).b(c.psiAvailable).s(c.psiProblem);
   w.b(c.psiTriggers).s(c.psiTrigger).s(c.psiTriggerProblem).b(c.compactMemory).b(c.dropCaches);
-  w.s(c.dropCachesProblem).s(c.libcgroupMemory);
+  w.s(c.dropCachesProblem).s(c.libcgroupMemory).u(c.pageBytes);
 }
 
 Capabilities readCaps(LineReader& r) {
@@ -175,6 +182,9 @@ Capabilities readCaps(LineReader& r) {
   c.dropCaches = r.b();
   c.dropCachesProblem = r.s();
   c.libcgroupMemory = r.s();
+  // Refault figures are divided by it: a page of 0 bytes is no page.
+  c.pageBytes = r.u(kMaxPageBytes);
+  if (c.pageBytes == 0) r.fail("a page size of 0 bytes");
   return c;
 }
 

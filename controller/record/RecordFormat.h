@@ -4,7 +4,7 @@
 // and a token never holds a space. Numbers are decimal. A result is "ok ..." or
 // "err <value> <e|r> <context>" (an errno, or reclaimd's own Errc).
 //
-//   reclaimd-recording 3                      the header: the format's version
+//   reclaimd-recording 4                      the header: the format's version
 //   setup <dry_run> <trace> <own_cgroup>      EngineSetup
 //   policy [<name> <text>]...                 the policy files, in the order they merge
 //   caps <why> <capabilities...>              the probe's findings, handed to the engine
@@ -29,7 +29,7 @@
 namespace reclaimd::controller {
 
 inline constexpr std::string_view kRecordingMagic = "reclaimd-recording";
-inline constexpr int kRecordingVersion = 3;
+inline constexpr int kRecordingVersion = 4;
 
 class LineWriter {
  public:

@@ -180,6 +180,29 @@ TEST_F(EngineTest, RefaultsAfterAStepRaiseTheFloorAtOnceEvenWhenTheWorkIsBack) {
   EXPECT_LE(clock_.now() - at, 2s) << "raised while the watch runs, not at the next idle period";
 }
 
+// workingset_refault_file counts the kernel's pages and the refault limit is bytes (1 MiB by
+// default): 100 pages read back are 400 KiB with 4 KiB pages, 6.4 MiB with 64 KiB pages.
+TEST_F(EngineTest, RefaultsUnderTheLimitInFourKiBPagesLeaveTheFloor) {
+  sim_.addCgroup("work", 1000 * kMiB);
+  start("reclaim: {step_min: 32M, step_max: 32M}\n");
+  ASSERT_TRUE(runUntil([&] { return !steps().empty(); }, 3min));
+  sim_.cgroup("work").refaults += 100;
+  run(5s);
+  EXPECT_EQ(status().floorRaises, 0u);
+}
+
+TEST_F(EngineTest, TheSameRefaultsInSixtyFourKiBPagesRaiseIt) {
+  sim_.addCgroup("work", 1000 * kMiB);
+  start("reclaim: {step_min: 32M, step_max: 32M}\n");
+  Capabilities caps = fullCapabilities();
+  caps.pageBytes = 64 << 10;
+  engine_->setCapabilities(caps, "test");
+  ASSERT_TRUE(runUntil([&] { return !steps().empty(); }, 3min));
+  sim_.cgroup("work").refaults += 100;
+  run(5s);
+  EXPECT_EQ(status().floorRaises, 1u);
+}
+
 TEST_F(EngineTest, ARaisedFloorSurvivesABurstThatOnlyBlocksTheInterval) {
   sim_.addCgroup("work", 1000 * kMiB);
   start("reclaim: {step_min: 32M, step_max: 32M}\n");

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "controller/ExitCodes.h"
+#include "controller/record/RecordFormat.h"
 #include "controller/record/Recorder.h"
 #include "controller/record/Replay.h"
 #include "tests/unit/EngineHarness.h"
@@ -118,8 +119,12 @@ TEST_F(RecordTest, WhatIsNotARecordingIsRefusedWithAReason) {
   EXPECT_NE(err.find("not a reclaimd recording"), std::string::npos) << err;
   EXPECT_EQ(replay("reclaimd-recording 9\n", out, err), controller::kExitDataError);
   EXPECT_NE(err.find("version 9"), std::string::npos) << err;
-  EXPECT_EQ(replay("reclaimd-recording 3\nsetup 0 0 %\npolicy\nin x\n", out, err), controller::kExitDataError);
+  const std::string header = "reclaimd-recording " + std::to_string(controller::kRecordingVersion) + "\n";
+  EXPECT_EQ(replay(header + "setup 0 0 %\npolicy\nin x\n", out, err), controller::kExitDataError);
   EXPECT_NE(err.find("a malformed input"), std::string::npos) << err;
+  EXPECT_EQ(replay(header + "setup 0 0 %\npolicy\ncaps start / % 1 1 % 0 0 1 % 1 % % 1 1 % % 0\n", out, err),
+            controller::kExitDataError);
+  EXPECT_NE(err.find("a page size of 0 bytes"), std::string::npos) << err;
 }
 
 TEST(RecordCommand, ABadLimitOrAMissingRecordingIsAClearError) {
