@@ -17,11 +17,11 @@
 //   over four smallest steps. A kernel's first contact with a hot set can give back every byte
 //   the probes free for a long while: MGLRU leaves a file read with read() in the generation it
 //   was read into, so where the cold cache was read after it (through a mapping on 6.12, once
-//   on 7.2) the hot set lies in older generations than much of that cache, and its pages come
-//   back once before the kernel keeps them (84-100 MiB of a 100 MiB hot set on 6.12, 20 MiB on 7.2); then the
-//   cold cache behind it goes. Judged over 16 MiB, that contact held probing for 2 and then 4
-//   minutes, and the cold cache was still there 10 minutes after the work (6.12). At the
-//   bottom, the wider first judgement costs that quarter read back once.
+//   on 7.2) the hot set lies in older generations than much of that cache, and it comes back
+//   until the kernel keeps it (68-100 MiB of a 100 MiB hot set on 6.12, 20-42 MiB on 7.2);
+//   then the cold cache behind it goes. Judged over 16 MiB, that contact held probing for 2
+//   and then 4 minutes, and the cold cache was still there 10 minutes after the work (6.12).
+//   At the bottom, the wider first judgement costs that quarter read back once.
 // Pure: fed with the time and the target's figures.
 #pragma once
 

@@ -156,7 +156,7 @@ TEST_F(EngineTrimTest, WhatProbesFreeComingBackHoldsProbingLongerEachTime) {
   EXPECT_LE(held.size(), 7u);
   for (std::size_t i = 1; i < held.size(); ++i)
     EXPECT_EQ(mib(*held[i].field("for_s")), std::min(120.0 * (1 << i), 1800.0)) << "hold " << i;
-  // Four smallest probes read back per hold: the evidence it takes.
+  // Four smallest probes read back per hold after the first: the evidence they take.
   EXPECT_LE(sim_.cgroup("work").refaults - refaults, held.size() * 4 * 1024 + 1024);
   EXPECT_EQ(backoffs(), 0u);
 }

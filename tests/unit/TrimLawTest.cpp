@@ -128,7 +128,8 @@ TEST(TrimLaw, ACleanStretchEndsTheEscalation) {
   law.freed(16 * kMiB);
   EXPECT_FALSE(law.refaulted(t += 6s, 300 * kMiB, 92 * kMiB, kDefault)) << "a first hold again: a quarter to judge";
   law.freed(60 * kMiB);
-  EXPECT_EQ(law.refaulted(t += 6s, 300 * kMiB, 152 * kMiB, kDefault).value_or(0s), 120s) << "the escalation starts over";
+  EXPECT_EQ(law.refaulted(t += 6s, 300 * kMiB, 152 * kMiB, kDefault).value_or(0s), 120s)
+      << "the escalation starts over";
 }
 
 TEST(TrimLaw, ACounterThatWentBackIsNoHistory) {
