@@ -65,8 +65,10 @@ def main():
         env["PATH"] = "/usr/lib/ccache:" + env["PATH"]
     t0 = time.monotonic()
     log = os.path.join(src, "dpkg-buildpackage.log")
+    # At the caller's priority: nothing of the test command runs beside it, and at nice 10 a host
+    # busy with two CPU-bound loops left it ~5 % of the CPU (over 1,200 s where it takes ~150).
     with open(log, "w") as f:
-        rc = subprocess.run(["nice", "-n", "10", "dpkg-buildpackage", "-us", "-uc", "-b"], cwd=tree, env=env,
+        rc = subprocess.run(["dpkg-buildpackage", "-us", "-uc", "-b"], cwd=tree, env=env,
                             stdout=f, stderr=subprocess.STDOUT).returncode
     took = time.monotonic() - t0
     text = open(log).read()
