@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """On real kernels: a never-idle machine returns its cold cache (guest/neveridle.sh).
 
-Time scale 12x: trim.interval 500ms against Senpai's 6 s, so a scaled minute is 5 s, the issue's
+Time scale 12x: trim.interval 500ms against Senpai's 6 s, so a scaled minute is 5 s, the target's
 "within 15 minutes" is 75 s after reclaimd starts, "after the first two minutes" 10 s after it,
 and the idle grace is 10 s (the default 2m scaled). Policy: the default (gradual, the 128 MiB
 machine floor, no rules, trimming on by default, idle.sample_period 1s) with only those two
@@ -49,7 +49,7 @@ import vm  # noqa: E402
 
 SCALE = 12                      # trim.interval 500 ms against Senpai's 6 s
 MINUTE_S = 60 / SCALE           # 5 s
-WITHIN_S = 15 * MINUTE_S        # the issue's 15 minutes: 75 s
+WITHIN_S = 15 * MINUTE_S        # the 15-minute target: 75 s
 SETTLE_S = 2 * MINUTE_S         # its first two minutes: 10 s
 FLOOR_MIB, HOT_MIB, COLD_MIB = 128, 32, 400
 BOUND_MIB = (FLOOR_MIB + HOT_MIB) * 1.10
