@@ -212,6 +212,7 @@ std::string describe(const Capabilities& caps) {
                                                                     : "unknown";
   line("swappiness_key", key);
   line("swap_active", yesNo(caps.swapActive), caps.swapProblem);
+  line("page_size", std::to_string(caps.pageBytes));
   line("psi", yesNo(caps.psiAvailable), caps.psiProblem);
   if (caps.psiAvailable) {
     line("psi_triggers", caps.psiTriggers ? "yes" : "no, pressure is read every sample instead",
@@ -237,6 +238,7 @@ nlohmann::json describeJson(const Capabilities& caps) {
                               : caps.swappinessKey == KeySupport::Unsupported ? json(false)
                                                                               : json(nullptr)},
            {"swap_active", caps.swapActive},
+           {"page_size", caps.pageBytes},
            {"psi", caps.psiAvailable},
            {"psi_triggers", caps.psiTriggers},
            {"psi_trigger", text(caps.psiTrigger)},

@@ -1,6 +1,8 @@
 // The capability probe on fixture trees: what it finds and how it says what is missing.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
@@ -140,6 +142,17 @@ TEST(Probe, DescribeListsEveryCapability) {
                           "swap_active: no", "psi: yes", "compact_memory: yes", "drop_caches: writable"}) {
     EXPECT_NE(text.find(key), std::string::npos) << key << "\n" << text;
   }
+}
+
+// Refaults count pages and reclaimd's figures are bytes: the page size it converts with is the
+// kernel's, and probe says which it is (arm64 kernels may have 16 or 64 KiB pages).
+TEST(Probe, SaysThePageSizeItCountsIn) {
+  Tree t;
+  Capabilities c = probe(t.paths());
+  EXPECT_EQ(c.pageBytes, static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE)));
+  c.pageBytes = 65536;
+  EXPECT_NE(describe(c).find("\npage_size: 65536\n"), std::string::npos) << describe(c);
+  EXPECT_EQ(describeJson(c).value("page_size", 0ULL), 65536u);
 }
 
 }  // namespace
