@@ -79,6 +79,17 @@ def check_figures(c):
         c.check(len(lines) == 1 + 51 + 61 and "0.000,host_rss_mib,1000.0" in lines
                 and "-2.000,guest_file_mib,500.0" in lines,
                 f"series.csv: every host and guest sample, minutes from the work's end ({lines[:3]})")
+        # A guest line with the kernel's lists: they join the series, pages as MiB.
+        b.lines.append((100.0, None, "@@SAMPLE t_ms=100000 file_kib=512000 hot_read=0 psi_us=0 psi_wl_us=0 "
+                        "refault=0 nr_active_file=25600 nr_inactive_file=102400 workingset_activate_file=256 "
+                        "workingset_restore_file=0"))
+        matrixfig.write_series(b, os.path.join(d, "series.csv"), SCALE)
+        with open(os.path.join(d, "series.csv")) as fh:
+            lines = fh.read().splitlines()
+        c.check({"0.000,nr_active_file,100.0", "0.000,nr_inactive_file,400.0", "0.000,workingset_activate_file,1.0",
+                 "0.000,workingset_restore_file,0.0"} <= set(lines) and len(lines) == 1 + 51 + 62 + 4,
+                f"series.csv: the kernel's file lists and workingset counters where the guest gave them, MiB "
+                f"({[x for x in lines if 'file,' in x and 'guest' not in x]})")
 
 
 def check_configs(c):

@@ -107,15 +107,25 @@ def figures(boot, cell, scale, hot_mib):
     return row
 
 
+PAGE_KIB = 4  # the guests are x86-64
+LRU_SERIES = ("nr_active_file", "nr_inactive_file", "workingset_activate_file", "workingset_restore_file")
+
+
 def write_series(boot, path, scale):
     """The boot's footprint over time, for plots: full-scale minutes from the work's end, QEMU's
-    RSS (every host sample) and the guest's file cache (at its own samples), MiB."""
+    RSS (every host sample) and the guest's file cache (at its own samples), MiB; beside them
+    the guest's active and inactive file lists and its cumulative activated and restored
+    refaults, MiB, for reading where the kernel kept the hot set (matrixplot.py draws only the
+    first two)."""
     t0, _ = boot.mark("work_end")
     if t0 is None:
         return
     minute = 60 * scale
     pts = [(s.t, "host_rss_mib", s.rss_kib / 1024) for s in boot.samples if s.rss_kib > 0]
-    pts += [(t, "guest_file_mib", f["file_kib"] / 1024) for t, f in guest_samples(boot)]
+    for t, f in guest_samples(boot):
+        pts.append((t, "guest_file_mib", f["file_kib"] / 1024))
+        # The kernel's lists and workingset counters, where the guest's line has them (pages).
+        pts += [(t, name, f[name] * PAGE_KIB / 1024) for name in LRU_SERIES if name in f]
     with open(path, "w", newline="") as fh:
         w = csv.writer(fh)
         w.writerow(["t_min", "series", "mib"])

@@ -14,12 +14,14 @@
 # BURN_MS (20), WARM_MS, OBSERVE_MS, DAMON_MIN_AGE_US.
 # Lines for the host:
 #   @@MARK hot_start | work_start | work_end | end   (lib.sh)
-#   @@SAMPLE t_ms=.. file_kib=.. hot_read=.. psi_us=.. psi_wl_us=.. refault=..
+#   @@SAMPLE t_ms=.. file_kib=.. hot_read=.. psi_us=.. psi_wl_us=.. refault=.. nr_active_file=.. ...
 #     file_kib: Active(file)+Inactive(file); hot_read: bytes the hot reader read from disk
 #     (/proc/PID/io read_bytes, its reaped children included); psi_us: /proc/pressure/memory
 #     "some" total (the machine's: reclaimd's own stall in memory.reclaim included); psi_wl_us:
 #     the same of the workload's cgroups (work.slice, and BG_CGROUP when apart); refault:
-#     workingset_refault_file
+#     workingset_refault_file; then /proc/vmstat's nr_active_file, nr_inactive_file (pages),
+#     workingset_activate_file, workingset_restore_file (pages, cumulative): where the kernel
+#     keeps the file cache, and whether what comes back from disk is activated as in use
 #   @@DAMON key=value ...   what DAMON_RECLAIM was set to, and its figures at the end
 #   @@EXIT matrix code=..   reclaimd's exit status on SIGTERM (0 when there is none)
 # Sampling uses builtins only (lib.sh's rule).
@@ -100,9 +102,11 @@ sample() {
 		Inactive\(file\):) _if=$_v ;;
 		esac
 	done </proc/meminfo
+	_ws=""
 	while read -r _k _v; do
 		case $_k in
 		workingset_refault_file) _rf=$_v ;;
+		nr_active_file|nr_inactive_file|workingset_activate_file|workingset_restore_file) _ws="$_ws $_k=$_v" ;;
 		esac
 	done </proc/vmstat
 	read -r _ _ _ _ _t </proc/pressure/memory
@@ -114,7 +118,7 @@ sample() {
 	fi
 	hot_read
 	now_ms
-	echo "@@SAMPLE t_ms=$NOW_MS file_kib=$((_af + _if)) hot_read=$HOT_READ psi_us=${_t#total=} psi_wl_us=$_w refault=$_rf"
+	echo "@@SAMPLE t_ms=$NOW_MS file_kib=$((_af + _if)) hot_read=$HOT_READ psi_us=${_t#total=} psi_wl_us=$_w refault=$_rf$_ws"
 }
 
 # sleep_sampling MS: sample every second for MS ms.
