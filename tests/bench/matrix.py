@@ -177,7 +177,9 @@ def run_boot(cell_name, cfg, kernel, a, mtouch):
     budget = 180 + (WARM_MIN + a.minutes) * 60 * a.scale
     boot.result = vmext.run(os.path.join(VM_DIR, "guest", "matrix.sh"), kernel=kernel, add=adds,
                             disk=vm.data_image(DATA), mem_mib=MEM_MIB,
-                            env=guest_env(cell, cfg, a.scale, a.minutes), timeout=budget, log_dir=log_dir,
+                            env=dict(guest_env(cell, cfg, a.scale, a.minutes),
+                                     **({"LRU_GEN": "1"} if getattr(a, "lru_gen", False) else {})),
+                            timeout=budget, log_dir=log_dir,
                             on_line=boot.add, on_qemu_start=mon.attach, echo=a.verbose)
     mon.stop()
     boot.samples = mon.samples
@@ -228,6 +230,9 @@ def parse_args(argv):
     p.add_argument("--jobs", type=int, default=1, help="boots run in parallel")
     p.add_argument("--smoke", action="store_true", help="CI: cell base, 6.12, none and default, scale 1/25, "
                    "6 minutes observed")
+    p.add_argument("--lru-gen", action="store_true", help="MGLRU kernels: the guest logs its cache's "
+                   "generations and tiers (debugfs lru_gen_full, work.slice's block) every 5 samples, as @@LRUGEN "
+                   "lines in test.log: where the kernel keeps the hot set, and whether it protects it")
     p.add_argument("--out", default="/tmp/reclaimd-matrix")
     p.add_argument("--verbose", action="store_true", help="echo the guest's lines")
     a = p.parse_args(argv)

@@ -11,7 +11,7 @@
 #   4. OBSERVE_MS after the work's end, sampled every second; then everything stops.
 # Env: CONTROLLER (none | reclaimd | damon), COLD (once | twice | mmap), HOT_FILE, HOT_MODE
 # (read | mmap), HOT_PERIOD_MS, BG_CGROUP (work.slice | bg.slice | system.slice/editor.service),
-# BURN_MS (20), WARM_MS, OBSERVE_MS, DAMON_MIN_AGE_US.
+# BURN_MS (20), WARM_MS, OBSERVE_MS, DAMON_MIN_AGE_US, LRU_GEN (set: the @@LRUGEN lines).
 # Lines for the host:
 #   @@MARK hot_start | work_start | work_end | end   (lib.sh)
 #   @@SAMPLE t_ms=.. file_kib=.. hot_read=.. psi_us=.. psi_wl_us=.. refault=.. nr_active_file=.. ...
@@ -24,6 +24,9 @@
 #     keeps the file cache, and whether what comes back from disk is activated as in use
 #   @@DAMON key=value ...   what DAMON_RECLAIM was set to, and its figures at the end
 #   @@EXIT matrix code=..   reclaimd's exit status on SIGTERM (0 when there is none)
+#   @@LRUGEN t_ms=.. LINE    with LRU_GEN, every fifth sample: work.slice's block of
+#     /sys/kernel/debug/lru_gen_full (MGLRU's generations, their ages and sizes, and per tier
+#     what was refaulted, evicted and protected), one line each
 # Sampling uses builtins only (lib.sh's rule).
 # shellcheck source=lib.sh
 . /test/lib.sh
@@ -119,6 +122,22 @@ sample() {
 	hot_read
 	now_ms
 	echo "@@SAMPLE t_ms=$NOW_MS file_kib=$((_af + _if)) hot_read=$HOT_READ psi_us=${_t#total=} psi_wl_us=$_w refault=$_rf$_ws"
+	SAMPLES=$((SAMPLES + 1))
+	[ -n "${LRU_GEN:-}" ] && [ $((SAMPLES % 5)) = 1 ] && lru_gen
+	return 0
+}
+
+# lru_gen: work.slice's block of MGLRU's debugfs file (nothing where the kernel has none).
+lru_gen() {
+	[ -r /sys/kernel/debug/lru_gen_full ] || return 0
+	_in=0
+	while read -r _l; do
+		case $_l in
+		memcg*" /work.slice") _in=1 ;;
+		memcg*) _in=0 ;;
+		esac
+		[ $_in = 1 ] && echo "@@LRUGEN t_ms=$NOW_MS $_l"
+	done </sys/kernel/debug/lru_gen_full
 }
 
 # sleep_sampling MS: sample every second for MS ms.
@@ -133,6 +152,10 @@ sleep_sampling() {
 }
 
 scenario matrix
+SAMPLES=0
+if [ -n "${LRU_GEN:-}" ] && [ ! -e /sys/kernel/debug/lru_gen_full ]; then
+	mount -t debugfs debugfs /sys/kernel/debug || echo "@@LRUGEN no debugfs"
+fi
 PID=
 case ${CONTROLLER:-none} in
 reclaimd)
