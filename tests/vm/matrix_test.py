@@ -31,6 +31,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "bench"))
 import matrix  # noqa: E402
+from foundation_test import ACCESS  # noqa: E402  (what Debian builds each kernel with)
 import matrixfig  # noqa: E402
 import scenario  # noqa: E402
 import vm  # noqa: E402
@@ -39,7 +40,7 @@ SCALE, MINUTES, CELL = 1 / 12, 10, "base"
 MINUTE_S = 60 * SCALE
 WITHIN_MIN, SETTLE_MIN = 5, 2
 PSI_LIMIT_MS = 10
-CLASSIC_LRU = {"6.1"}  # Debian builds 6.1 with MGLRU off (tests/vm/foundation_test.py, ACCESS)
+CLASSIC_LRU = {series for series, (lru, _, _) in ACCESS.items() if lru == "classic"}
 
 
 def hot_per_minute(series, t0):

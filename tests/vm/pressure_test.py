@@ -103,8 +103,8 @@ def while_backed_off(steps, halt, resume):
     a resume line and a step 15 ms after it arrived together), so the arrival order of lines
     close in time says nothing. A step began at its log time less what it says it took."""
     times = [canary.log_time(e.text) for e in [halt, resume] + steps]
-    if None in times:  # made-up lines without reclaimd's stamps: host arrival times
-        times = [e.t for e in [halt, resume] + steps]
+    if None in times:
+        raise ValueError("a backoff, resume or reclaim_step line without reclaimd's time stamp")
     start, end = times[0], times[1]
     return [e for e, t in zip(steps, times[2:]) if start < t - float(e.f.get("took_ms", 0)) / 1000 < end]
 
