@@ -45,10 +45,13 @@ bool working(const IdleVerdict* v, double threshold) {
 // Heavy work (a build, a test run, a copy) reads its own files as it goes: probes then take
 // what it reads next and it reads it back from disk (the rebuild benchmark read 40-255 MiB back
 // per ten rounds; the matrix's work 263 MiB of its 400), and on classic LRU they reach the hot
-// set of whatever runs beside it. Trimming is for the light load that never ends (an editor,
-// a language server, Docker's engine: 0.3-5 % of one CPU), so it waits while the current
-// interval is this many times the idle threshold (10 % of the CPUs by default).
-constexpr double kHeavyWork = 20;
+// set of whatever runs beside it. Trimming is for the load that never ends (an editor, a
+// language server, Docker's engine: 0.3-5 % of one CPU; a reader of a 100 MiB hot set every
+// second, 12 % of a vCPU under TCG), so it waits while the current interval is this many times
+// the idle threshold: 20 % of the CPUs by default, a fifth of the machine. At half that, the
+// hot-set reader every second counted as heavy and its cold cache went 6-9 minutes after the
+// work instead of 2-3.
+constexpr double kHeavyWork = 40;
 
 std::optional<double> heavy(const IdleVerdict* v, double threshold) {
   if (!v || v->intervalPercent <= kHeavyWork * threshold) return std::nullopt;
