@@ -49,8 +49,8 @@ bool working(const IdleVerdict* v, double threshold) {
 // language server, Docker's engine: 0.3-5 % of one CPU; a reader of a 100 MiB hot set every
 // second, 12 % of a vCPU under TCG), so it waits while the current interval is this many times
 // the idle threshold: 20 % of the CPUs by default, a fifth of the machine. At half that, the
-// hot-set reader every second counted as heavy and its cold cache went 6-9 minutes after the
-// work instead of 2-3.
+// reader every second counts as heavy and its cold cache stays 6-9 minutes after the work
+// instead of 2-3.
 constexpr double kHeavyWork = 40;
 
 std::optional<double> heavy(const IdleVerdict* v, double threshold) {
