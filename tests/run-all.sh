@@ -80,6 +80,12 @@ wait "$fuzz_pid" || fuzz_status=$?
 trap - EXIT
 step "fuzzing (tests/fuzz), run beside the VM tests: its output"
 cat "$fuzz_log"
+if [ "$vm_status" -ne 0 ]; then
+	# Last, so that a reader of the log's tail (CI shows its head and tail) sees what failed.
+	step "real-kernel tests: the checks that failed"
+	grep -h -e '^ *FAIL: ' -e '\*\*\*Failed' -e '\*\*\*Timeout' build/release/Testing/Temporary/LastTest.log |
+		tail -n 40 || true
+fi
 if [ "$vm_status" -ne 0 ] || [ "$fuzz_status" -ne 0 ]; then
 	echo "real-kernel tests exited $vm_status, fuzzing $fuzz_status" >&2
 	exit 1

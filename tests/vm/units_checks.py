@@ -7,7 +7,8 @@ is written is the units' doing and the scope's own floor (reclaim.cgroup_floor, 
 The scans that judge units come every 30 s (kBusyScanEvery): the scope has been quiet for the
 10 s grace at the second scan, so its cache is asserted down within UNITS_WITHIN_S.
 Asserted:
-  - the scenario held: the scope cached >= 380 MiB; the machine was never judged idle;
+  - the scenario held: the scope cached >= 380 MiB and the editor its hot set (95 %); the machine
+    was never judged idle;
   - a unit_quiet event names user.slice/build.scope; every reclaim step went to it, as rule=unit,
     done or partial; none to the editor's service;
   - the scope's file cache is at most 16 MiB * 1.10 + 1 MiB within 45 s, and stays so;
@@ -33,6 +34,8 @@ def check_units(c, s, kernel, late):
     first, last = series[0][1], series[-1][1]
     c.check(first["build_kib"] >= 380 * 1024, f"{tag}: the build's scope held its cache when reclaimd started "
             f"({first['build_kib'] / 1024:.0f} MiB)")
+    c.check(first["editor_kib"] >= HOT_MIB * 1024 * 0.95, f"{tag}: the editor's hot set was cached when reclaimd started "
+            f"({first['editor_kib'] / 1024:.1f} MiB)")
     idle = s.events("idle_entered")
     c.check(not idle, f"{tag}: the machine was never judged idle ({len(idle)} idle_entered)")
     quiet = [e for e in s.events("unit_quiet") if e.f.get("cgroup") == UNIT]

@@ -45,10 +45,14 @@ policy "idle:
 # Each takes its cgroup as $1 and moves itself there, so that $! is the workload's own PID:
 # the background process (lib.sh's bg_script) and the hot set's reader.
 bg_script $R
+# The reader counts its passes in /tmp/hot.passes, so that setup can wait for the hot set.
 cat >/tmp/hot.sh <<EOF
 echo \$\$ >$R/\$1/cgroup.procs
+n=0
 while :; do
 	cat /data/file4 >/dev/null
+	n=\$((n + 1))
+	echo \$n >/tmp/hot.passes
 	sleep 1
 done
 EOF
@@ -145,6 +149,17 @@ status() {
 	echo "@@STATUS-END $1 code=$_rc"
 }
 
+# hot_passes N LIMIT_S: waits until the hot set's reader has read it N times, or LIMIT_S seconds
+# (a reader that never gets there shows in the @@MARK and in the hot-set figures).
+hot_passes() {
+	_tenths=0
+	while [ "$(cat /tmp/hot.passes 2>/dev/null || echo 0)" -lt "$1" ] && [ "$_tenths" -lt $(($2 * 10)) ]; do
+		sleep 0.1
+		_tenths=$((_tenths + 1))
+	done
+	mark hot_read "passes=$(cat /tmp/hot.passes 2>/dev/null || echo 0)" "waited_ms=$((_tenths * 100))"
+}
+
 # setup BG_CGROUP FILL_CGROUP HOT_CGROUP FILES...: the background process starts in BG_CGROUP
 # (BG), the caches are dropped, a process in FILL_CGROUP reads FILES once (the cold cache of
 # earlier work, and the hot set last), and the hot set's reader starts in HOT_CGROUP (HOT).
@@ -157,9 +172,13 @@ setup() {
 	echo 3 >/proc/sys/vm/drop_caches
 	mark fill_start
 	sh -c "echo \$\$ >$R/$_fill/cgroup.procs && exec cat $*" >/dev/null
+	rm -f /tmp/hot.passes
 	sh /tmp/hot.sh "$_hot" &
 	HOT=$!
-	sleep 2 # the hot set read again: on the active list
+	# The hot set read twice (on the active list) before reclaimd starts: counted passes, not a
+	# fixed time, as on a busy host one pass can take seconds, and where the reader fills the hot
+	# set itself (phase u) a read after the start would count as the hot set read back.
+	hot_passes 2 60
 	mark fill_end
 	mem after_fill
 }
