@@ -1,9 +1,11 @@
 // What the engine and the shell say to each other: the shell hands Engine::decide an Input (the
-// time, what the last command did, the pressure events that fired, a pending stop) and gets an
-// Output (at most one command to carry out, events to log, and when a turn ends, when to wake).
-// The shell carries the command out and calls decide again with its result, until no command
-// comes. Readings are still pulled through Sensors (Ports.h), so a quiet tick reads /proc/stat
-// alone; everything else the engine learns comes through here, which is what a recording holds.
+// time, what the last command did, the readings the last Output asked for, the pressure events
+// that fired, a pending stop) and gets an Output (at most one command to carry out, the reads to
+// take after it, events to log, and when a turn ends, when to wake). The shell carries the
+// command out, takes the reads, and calls decide again with both, until an Output asks for
+// neither. What the engine learns comes through here, which is what a recording holds; the
+// readings a turn begins with are still pulled through Sensors (Ports.h), so a quiet tick reads
+// /proc/stat alone.
 #pragma once
 
 #include <chrono>
@@ -19,6 +21,7 @@
 #include "cgroup/ReclaimTypes.h"
 #include "controller/engine/Capabilities.h"
 #include "controller/engine/Ports.h"
+#include "controller/engine/Readings.h"
 #include "controller/engine/Scope.h"
 #include "psi/TriggerSpec.h"
 
@@ -81,18 +84,25 @@ struct ScopeEvent {
 
 struct Input {
   TimePoint now{};
-  bool tick = false;  // the timer fired: a turn begins
-  bool stop = false;  // SIGTERM or SIGINT is pending: the turn ends before its next write
+  bool tick = false;     // the timer fired: a turn begins
+  bool stop = false;     // SIGTERM or SIGINT is pending: the turn ends before its next write
   CommandResult result;  // of the command the last Output gave; monostate when it gave none
+  Readings readings;     // what the last Output asked to read, read after its command
   std::vector<ScopeEvent> pressure;
 };
 
 struct Output {
   std::optional<Command> command;  // none: nothing to do until the next tick or event
+  Reads read;                      // to read after the command (if any), for the next decide
   std::optional<TimePoint> wake;   // when a turn ended: the next one is due then
   Events events;
 };
 
 const char* commandName(const Command& command);
+
+// An Output the shell answers: a command to carry out or reads to take (else the engine waits).
+inline bool asks(const Output& out) {
+  return out.command.has_value() || !out.read.empty();
+}
 
 }  // namespace reclaimd::controller

@@ -101,11 +101,16 @@ class Engine {
 
  private:
   // EngineDecide.cpp: the commands of a tick, and what their results change.
-  void absorb(const Input& input, Sensors& in);
-  std::optional<Command> tickCommand(const Input& input, Sensors& in);
-  std::optional<Command> nextChunk(const Input& input, Sensors& in);
-  std::optional<Command> endStep(TimePoint now, Sensors& in);
-  void chunkResult(const cgroup::ReclaimWrite& write, TimePoint now, Sensors& in);
+  // Each gives what `out` asks of the shell (a command, reads); true when it gave something.
+  void absorb(const Input& input);
+  bool tickCommand(const Input& input, Sensors& in, Output& out);
+  bool nextChunk(const Input& input, Output& out);
+  bool endStep(const Input& input, Output& out);
+  void chunkResult(const cgroup::ReclaimWrite& write, const Input& input);
+  // What a chunk of `t` asks to read after its write: the cache it sizes the next chunk from
+  // (and the refaults a step's end starts its watch from), and the pressure totals of the check
+  // before the next chunk.
+  Reads chunkReads(const TargetState& t) const;
   std::optional<Command> watchCommand();
   std::deque<Command> watchChanges() const;
   std::vector<ScopeView> scopes() const;
@@ -126,13 +131,18 @@ class Engine {
   // The target a share names (nullptr when it went away meanwhile).
   const TargetState* target(std::uint32_t id) const;
   StepLimits limitsFor(const PlannedShare& share, std::chrono::nanoseconds budget) const;
-  // Between chunks: reads the machine's and the target's pressure; true when either backs off.
-  bool pressureStops(std::uint32_t target, TimePoint now, Sensors& in);
+  // The pressure totals the check before a chunk of `target` reads: the machine's and the
+  // target's, where their files are read.
+  Reads pressureReads(std::uint32_t target) const;
+  // Before a step and between chunks: takes the totals in `readings`; true when the machine or
+  // the target backs off.
+  bool pressureStops(std::uint32_t target, TimePoint now, const Readings& readings);
   // A chunk was written (its time is reclaimd's own memory stall).
   void chunkWritten(std::uint32_t target, std::uint64_t asked, const cgroup::ReclaimWrite& write, std::int64_t freed,
                     TimePoint now);
   // A step is over; true when the kernel refused its format (EINVAL): probe again.
-  bool stepEnded(const PlannedShare& share, const StepOutcome& step, bool pressed, TimePoint now, Sensors& in);
+  bool stepEnded(const PlannedShare& share, const StepOutcome& step, bool pressed, TimePoint now,
+                 const Readings& readings);
   // How the shell watches scope `id` (after opening its file).
   void setFeed(ScopeId id, PressureFeed feed, std::string why, bool gone = false);
   // A PSI trigger fired on `id` (or its cgroup was removed: `gone`).
@@ -201,10 +211,12 @@ class Engine {
   // EnginePressure.cpp: scopes, totals, backoff, refaults.
   void ensureScope(TargetState& t);
   Scope* scopeById(ScopeId id);
+  // Reads the scope's total (where its file is read) and takes it.
   void samplePressure(Scope& scope, ScopeId id, TimePoint now, Sensors& in);
+  void takeTotal(Scope& scope, ScopeId id, TimePoint now, const Result<std::uint64_t>& total);
   void reportPressure(Scope& scope, TimePoint now, const char* source);
   void checkRefaults(TargetState& t, TimePoint now);
-  void watchRefaults(TargetState& t, TimePoint now, Sensors& in);
+  void watchRefaults(TargetState& t, TimePoint now, const Readings& readings);
 
   policies::Policy policy_;
   EngineSetup setup_;

@@ -12,13 +12,14 @@ const char* commandName(const Command& command) {
   return kNames[command.index()];
 }
 
-// A tick, top to bottom: the result of the command given last is taken in, then the pressure
-// events that fired; a timer's input begins a turn (turn(): read the CPU, judge idleness, walk
-// and measure the targets, plan the pass); then come the turn's commands one at a time
-// (tickCommand), then the scopes to watch or forget; when none is left the turn is over and the
-// shell is told when to wake.
+// A tick, top to bottom: the result of the command given last is taken in with the readings
+// taken after it, then the pressure events that fired; a timer's input begins a turn (turn():
+// read the CPU, judge idleness, walk and measure the targets, plan the pass); then come the
+// turn's commands one at a time (tickCommand), each with the reads its result needs, then the
+// scopes to watch or forget; when nothing is left to do or read the turn is over and the shell
+// is told when to wake.
 Output Engine::decide(const Input& input, Sensors& in) {
-  absorb(input, in);
+  absorb(input);
   for (const ScopeEvent& e : input.pressure)
     pressureEvent(e.scope, e.gone, input.now, in);
   if (input.tick && !turn_.tick) {
@@ -28,9 +29,9 @@ Output Engine::decide(const Input& input, Sensors& in) {
     turn_.tick = std::move(k);
   }
   Output out;
-  if (turn_.tick) out.command = tickCommand(input, in);
-  if (!out.command) out.command = watchCommand();
-  if (!out.command && turn_.tick) {
+  if (turn_.tick) tickCommand(input, in, out);
+  if (!asks(out)) out.command = watchCommand();
+  if (!asks(out) && turn_.tick) {
     out.wake = turn_.tick->plan.wake;
     turn_.tick.reset();
   }
@@ -42,7 +43,7 @@ Output Engine::decide(const Input& input, Sensors& in) {
 // dropcache: the drop, then the compaction after it. gradual: each share as a step of chunks,
 // then the compaction a pass that freed memory asks for. A pending stop ends the turn before
 // its next write or compaction.
-std::optional<Command> Engine::tickCommand(const Input& input, Sensors& in) {
+bool Engine::tickCommand(const Input& input, Sensors& in, Output& out) {
   Tick& k = *turn_.tick;
   if (k.plan.dropCache && !std::exchange(k.dropAsked, true)) {
     // Unreadable, the drop goes ahead, ignoring the error: only what it freed goes unsaid.
@@ -50,67 +51,97 @@ std::optional<Command> Engine::tickCommand(const Input& input, Sensors& in) {
       k.dropBefore = before->reclaimable();
     else
       sampleError(before.error(), input.now);
-    return DropCaches{};
+    out.command = DropCaches{};
+    out.read.meminfo = true;  // what the drop freed
+    return true;
   }
-  if (k.plan.compactAfterDrop && !std::exchange(k.compactAsked, true) && !input.stop) return Compact{};
-  if (!k.gradual) return std::nullopt;
-  if (auto next = nextChunk(input, in)) return next;
-  if (!std::exchange(k.compactAsked, true) && wantsCompaction(k.freed) && !input.stop) return Compact{};
-  return std::nullopt;
+  if (k.plan.compactAfterDrop && !std::exchange(k.compactAsked, true) && !input.stop) {
+    out.command = Compact{};
+    return true;
+  }
+  if (!k.gradual) return false;
+  if (nextChunk(input, out)) return true;
+  if (!std::exchange(k.compactAsked, true) && wantsCompaction(k.freed) && !input.stop) {
+    out.command = Compact{};
+    return true;
+  }
+  return false;
 }
 
-// The pass: the next chunk of the share being written, or of the next share. Before each chunk
-// the machine's and the target's pressure are read: a backoff ends the step (the engine's own
-// check, not the shell's). The pass's writes share kPassBudget.
-std::optional<Command> Engine::nextChunk(const Input& input, Sensors& in) {
+// The pass: the next chunk of the share being written, or of the next share. Before each step
+// and each chunk the machine's and the target's pressure totals are checked (read before the
+// step, and after each chunk with its result): a backoff ends the step (the engine's own check,
+// not the shell's). The pass's writes share kPassBudget.
+bool Engine::nextChunk(const Input& input, Output& out) {
   Tick& k = *turn_.tick;
   while (k.share < k.plan.shares.size()) {
     const PlannedShare& share = k.plan.shares[k.share];
     if (!k.step) {
       if (mode_.mode != policies::Mode::Gradual || input.stop || k.left <= 0ns) {
         k.share = k.plan.shares.size();  // a re-probe changed the mode, a stop, or no time left
-        return std::nullopt;
+        return false;
       }
-      if (!target(share.target) || pressureStops(share.target, input.now, in)) {
+      if (!target(share.target)) {
+        ++k.share;
+        continue;
+      }
+      if (Reads totals = pressureReads(share.target); !input.readings.answer(totals)) {
+        out.read = std::move(totals);  // read first; the next decide checks them
+        return true;
+      }
+      if (pressureStops(share.target, input.now, input.readings)) {
         ++k.share;
         continue;
       }
       k.step.emplace(limitsFor(share, k.left), share.known);  // measured this turn already
       k.pressed = false;
     }
-    const auto ask =
-        k.step->next([&] { return input.stop || (k.pressed = pressureStops(share.target, input.now, in)); });
+    const auto ask = k.step->next(
+        [&] { return input.stop || (k.pressed = pressureStops(share.target, input.now, input.readings)); });
     if (ask) {
       const TargetState& t = *target(share.target);
-      return ReclaimChunk{t.path, t.inode, *ask, mode_.format};
+      out.command = ReclaimChunk{t.path, t.inode, *ask, mode_.format};
+      out.read = chunkReads(t);
+      return true;
     }
-    if (auto probe = endStep(input.now, in)) return probe;
+    if (endStep(input, out)) return true;
   }
-  return std::nullopt;
+  return false;
 }
 
 // A step is over: settle it; an EINVAL asks for the probe again.
-std::optional<Command> Engine::endStep(TimePoint now, Sensors& in) {
+bool Engine::endStep(const Input& input, Output& out) {
   Tick& k = *turn_.tick;
   const StepOutcome step = k.step->outcome();
   k.step.reset();
   const PlannedShare share = k.plan.shares[k.share++];
   k.left -= step.took;
-  const bool reprobe = stepEnded(share, step, k.pressed, now, in);
+  const bool reprobe = stepEnded(share, step, k.pressed, input.now, input.readings);
   if (step.freed() > 0) k.freed += static_cast<std::uint64_t>(step.freed());
-  if (reprobe) return Reprobe{};
-  return std::nullopt;
+  if (reprobe) out.command = Reprobe{};
+  return reprobe;
+}
+
+Reads Engine::chunkReads(const TargetState& t) const {
+  Reads r = pressureReads(t.id);
+  if (t.isRoot()) {
+    r.meminfo = true;
+    r.machineRefaults = t.gov.pressure.enabled;
+  } else {
+    r.memory.push_back(CgroupKey{t.path, t.inode});
+  }
+  return r;
 }
 
 // The result of the command given last. One that does not answer it (a shell's mistake, or a
 // recording edited by hand) is dropped: the command counts as not carried out.
-void Engine::absorb(const Input& input, Sensors& in) {
+void Engine::absorb(const Input& input) {
   const std::optional<Command> given = std::exchange(turn_.pending, std::nullopt);
   if (!given) return;
   if (const auto* w = std::get_if<Written>(&input.result); w && std::holds_alternative<ReclaimChunk>(*given)) {
-    chunkResult(w->write, input.now, in);
+    chunkResult(w->write, input);
   } else if (const auto* f = std::get_if<Finished>(&input.result); f && std::holds_alternative<DropCaches>(*given)) {
-    auto after = in.meminfo();
+    const Result<proc::Meminfo> after = readingOr(input.readings.meminfo, "meminfo");
     if (!after) sampleError(after.error(), input.now);
     dropped(f->result, turn_.tick ? turn_.tick->dropBefore : std::nullopt,
             after ? std::optional(after->reclaimable()) : std::nullopt, f->took, input.now);
@@ -123,8 +154,9 @@ void Engine::absorb(const Input& input, Sensors& in) {
   }
 }
 
-// A chunk was written: the target is measured again (the step sizes its next chunk from it).
-void Engine::chunkResult(const cgroup::ReclaimWrite& write, TimePoint now, Sensors& in) {
+// A chunk was written: the target as measured after the write (the step sizes its next chunk
+// from it).
+void Engine::chunkResult(const cgroup::ReclaimWrite& write, const Input& input) {
   if (!turn_.tick || !turn_.tick->step) return;
   Tick& k = *turn_.tick;
   const std::uint32_t id = k.plan.shares[k.share].target;
@@ -133,21 +165,21 @@ void Engine::chunkResult(const cgroup::ReclaimWrite& write, TimePoint now, Senso
   // chunk is sized from a figure it does not have.
   std::optional<std::uint64_t> measured;
   if (t && !t->isRoot()) {
-    auto m = in.memory(t->ref());
+    const Result<MemoryReading> m = readingOr(input.readings.memoryOf(t->ref()), "memory.stat");
     if (m)
       measured = m->reclaimable;
     else
       readFailed(*t, m.error());
   } else if (t) {
-    auto mem = in.meminfo();
+    const Result<proc::Meminfo> mem = readingOr(input.readings.meminfo, "meminfo");
     if (mem)
       measured = mem->reclaimable();
     else
-      sampleError(mem.error(), now);
+      sampleError(mem.error(), input.now);
   }
   const std::uint64_t asked = k.step->asking();
   const std::int64_t freed = k.step->written(write, measured);
-  chunkWritten(id, asked, write, freed, now);
+  chunkWritten(id, asked, write, freed, input.now);
 }
 
 // The scopes the shell watches follow the scopes the engine has: one that went (or was made

@@ -154,13 +154,14 @@ void Engine::chunkWritten(std::uint32_t id, std::uint64_t asked, const cgroup::R
       .add("errno", w.result ? 0 : w.result.error().errnoValue());
 }
 
-bool Engine::stepEnded(const PlannedShare& share, const StepOutcome& step, bool pressed, TimePoint now, Sensors& in) {
+bool Engine::stepEnded(const PlannedShare& share, const StepOutcome& step, bool pressed, TimePoint now,
+                       const Readings& readings) {
   bool reprobe = false;
   TargetState* t = find(share.target);
   if (!t) return reprobe;
   turn_.overshoot = step.overshoot;
   settleStep(*t, step, pressed, now);
-  watchRefaults(*t, now, in);
+  watchRefaults(*t, now, readings);
   Event& e = emit(step.status() == cgroup::ReclaimStatus::Failed ? Severity::Error : Severity::Info, "reclaim_step");
   // A trim probe comes every trim.interval: debug, summarized at info (trim_summary).
   if (share.trim && e.severity() == Severity::Info) e.setSeverity(Severity::Debug);

@@ -129,9 +129,20 @@ void Engine::reportPressure(Scope& scope, TimePoint now, const char* source) {
       .add("resume_after_s", duration<double>(scope.backoff().resumeAt() - now).count(), 0);
 }
 
+namespace {
+
+// Where a scope's file is read: opened, and not given up on.
+bool readsTotals(const Scope& scope) {
+  return scope.feed() != PressureFeed::Off && scope.feed() != PressureFeed::Pending;
+}
+
+}  // namespace
+
 void Engine::samplePressure(Scope& scope, ScopeId id, TimePoint now, Sensors& in) {
-  if (scope.feed() == PressureFeed::Off || scope.feed() == PressureFeed::Pending) return;
-  auto total = in.pressureTotal(id);
+  if (readsTotals(scope)) takeTotal(scope, id, now, in.pressureTotal(id));
+}
+
+void Engine::takeTotal(Scope& scope, ScopeId id, TimePoint now, const Result<std::uint64_t>& total) {
   const std::uint64_t own = id == kMachineScope ? static_cast<std::uint64_t>(pressure_.ownStall.count()) : 0;
   if (!total) {
     // This sample of the total is skipped, ignoring it: the calm period still runs out by the
@@ -149,27 +160,49 @@ void Engine::samplePressure(Scope& scope, ScopeId id, TimePoint now, Sensors& in
   }
 }
 
-bool Engine::pressureStops(std::uint32_t id, TimePoint now, Sensors& in) {
-  if (pressure_.machine) samplePressure(*pressure_.machine, kMachineScope, now, in);
+Reads Engine::pressureReads(std::uint32_t id) const {
+  Reads r;
+  if (pressure_.machine && readsTotals(*pressure_.machine)) r.pressure.push_back(kMachineScope);
+  const TargetState* t = target(id);
+  if (t && t->scope && readsTotals(*t->scope)) r.pressure.push_back(t->id);
+  return r;
+}
+
+bool Engine::pressureStops(std::uint32_t id, TimePoint now, const Readings& readings) {
+  // Both asked for before the check (pressureReads): one missing is taken as unreadable.
+  auto take = [&](Scope& scope, ScopeId scopeId) {
+    if (readsTotals(scope)) takeTotal(scope, scopeId, now, readingOr(readings.pressureOf(scopeId), "a pressure total"));
+  };
+  if (pressure_.machine) take(*pressure_.machine, kMachineScope);
   TargetState* t = find(id);
-  if (t && t->scope) samplePressure(*t->scope, t->id, now, in);
+  if (t && t->scope) take(*t->scope, t->id);
   return (pressure_.machine && pressure_.machine->backoff().active()) ||
          (t && t->scope && t->scope->backoff().active());
 }
 
-// Starts the refault watch after a step: a jump means the step cut into the working set.
-void Engine::watchRefaults(TargetState& t, TimePoint now, Sensors& in) {
+// Starts the refault watch after a step: a jump means the step cut into the working set. The
+// counter is the one read after the step's last chunk; a step that wrote none starts from this
+// turn's measurement.
+void Engine::watchRefaults(TargetState& t, TimePoint now, const Readings& readings) {
   if (!t.gov.pressure.enabled) return;
   // An unreadable counter leaves this step unwatched, ignoring it: the next step starts a watch.
   if (t.isRoot()) {
-    auto r = in.machineRefaults();
-    if (!r) return sampleError(r.error(), now);
-    t.refaults.stepEnded(now, *r);
+    if (!readings.machineRefaults) {
+      // Unread this turn too (that failure was said then): unwatched as above.
+      if (pressure_.machineRefaults) t.refaults.stepEnded(now, *pressure_.machineRefaults);
+      return;
+    }
+    if (!*readings.machineRefaults) return sampleError(readings.machineRefaults->error(), now);
+    t.refaults.stepEnded(now, **readings.machineRefaults);
     return;
   }
-  auto m = in.memory(t.ref());
-  if (!m) return readFailed(t, m.error());
-  t.refaults.stepEnded(now, m->refaults);
+  const Result<MemoryReading>* m = readings.memoryOf(t.ref());
+  if (!m) {
+    if (t.measured) t.refaults.stepEnded(now, t.measured->refaults);
+    return;
+  }
+  if (!*m) return readFailed(t, m->error());
+  t.refaults.stepEnded(now, (*m)->refaults);
 }
 
 void Engine::checkRefaults(TargetState& t, TimePoint now) {

@@ -4,12 +4,17 @@
 // and a token never holds a space. Numbers are decimal. A result is "ok ..." or
 // "err <value> <e|r> <context>" (an errno, or reclaimd's own Errc).
 //
-//   reclaimd-recording 4                      the header: the format's version
+//   reclaimd-recording 5                      the header: the format's version
 //   setup <dry_run> <trace> <own_cgroup>      EngineSetup
 //   policy [<name> <text>]...                 the policy files, in the order they merge
 //   caps <why> <capabilities...>              the probe's findings, handed to the engine
-//   in <now_ns> <tick> <stop> <n> [<scope> <gone>]... <result>     one Input
+//   in <now_ns> <tick> <stop> <n> [<scope> <gone>]... <result> <readings>     one Input
 //   did <command...>                          the command the engine answered with
+//   ask <reads...>                            the reads it asked for, answered in the next in
+// The readings of an Input: the machine's meminfo and refaults ("-" when not read, else a
+// result), then a count and each cgroup's memory (<path> <inode> <result>), then a count and
+// each scope's pressure total (<scope> <result>). What the engine still pulls while it decides
+// follows its input line, one line a reading:
 //   cpu|owncpu|meminfo|refaults|tree|scan ... a reading, as the engine asked for it
 //   memory|cgcpu <path> <inode> <result>      a cgroup's reading
 //   psi <scope> <result>                      a scope's pressure total
@@ -29,7 +34,7 @@
 namespace reclaimd::controller {
 
 inline constexpr std::string_view kRecordingMagic = "reclaimd-recording";
-inline constexpr int kRecordingVersion = 4;
+inline constexpr int kRecordingVersion = 5;
 
 class LineWriter {
  public:
@@ -66,6 +71,8 @@ class LineReader {
   // The line holds no more tokens (else a problem is set).
   bool done();
   bool more() const { return next_ < tokens_.size(); }
+  // The next token, not taken ("" at the end).
+  std::string_view peek() const { return more() ? tokens_[next_] : std::string_view(); }
   bool ok() const { return problem_.empty(); }
   const std::string& problem() const { return problem_; }
   void fail(std::string why);
@@ -84,6 +91,8 @@ void writeInput(LineWriter& w, const Input& input);
 Input readInput(LineReader& r);
 // The command as a "did" line's tokens; replay compares its own commands' text with these.
 std::string commandText(const Command& command);
+// The reads an Output asked for as an "ask" line's tokens, compared the same way.
+std::string readsText(const Reads& reads);
 
 void writeTree(LineWriter& w, const cgroup::Tree& tree);
 cgroup::Tree readTree(LineReader& r);

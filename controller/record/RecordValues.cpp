@@ -64,6 +64,74 @@ CommandResult readResult(LineReader& r) {
   return std::monostate{};
 }
 
+// An optional reading: "-" when it was not taken, else "ok <fields>" or the error.
+template <class T, class F>
+void writeReading(LineWriter& w, const std::optional<Result<T>>& r, F fields) {
+  if (!r) {
+    w.word("-");
+    return;
+  }
+  if (!*r) {
+    w.error(r->error());
+    return;
+  }
+  fields(w.word("ok"), **r);
+}
+
+template <class T, class F>
+std::optional<Result<T>> readReading(LineReader& r, F fields) {
+  if (r.more() && r.peek() == "-") {
+    r.word();
+    return std::nullopt;
+  }
+  Error e;
+  if (!r.okOrError(e)) return Result<T>(std::move(e));
+  return Result<T>(fields(r));
+}
+
+void writeReadings(LineWriter& w, const Readings& g) {
+  writeReading(w, g.meminfo, [](LineWriter& x, const proc::Meminfo& m) { writeMeminfo(x, m); });
+  writeReading(w, g.machineRefaults, [](LineWriter& x, std::uint64_t v) { x.u(v); });
+  w.u(g.memory.size());
+  for (const MemoryRead& m : g.memory) {
+    w.s(m.cgroup.path).u(m.cgroup.inode);
+    writeReading(w, std::optional(m.reading),
+                 [](LineWriter& x, const MemoryReading& v) { x.u(v.reclaimable).u(v.refaults); });
+  }
+  w.u(g.pressure.size());
+  for (const PressureRead& p : g.pressure) {
+    w.u(p.scope);
+    writeReading(w, std::optional(p.total), [](LineWriter& x, std::uint64_t v) { x.u(v); });
+  }
+}
+
+// A reading every entry of a list must have; "-" there is malformed.
+template <class T>
+Result<T> present(LineReader& r, std::optional<Result<T>> got) {
+  if (got) return std::move(*got);
+  r.fail("a listed reading without its value");
+  return errnoError(ENODATA, "a malformed recording");
+}
+
+Readings readReadings(LineReader& r) {
+  Readings g;
+  g.meminfo = readReading<proc::Meminfo>(r, [](LineReader& x) { return readMeminfo(x); });
+  g.machineRefaults = readReading<std::uint64_t>(r, [](LineReader& x) { return x.u(); });
+  const std::uint64_t memories = r.u(kMaxItems);
+  for (std::uint64_t k = 0; k < memories && r.ok(); ++k) {
+    CgroupKey c{r.s(), r.u()};
+    auto m = readReading<MemoryReading>(r, [](LineReader& x) { return MemoryReading{x.u(), x.u()}; });
+    g.memory.push_back(MemoryRead{std::move(c), present(r, std::move(m))});
+  }
+  const std::uint64_t totals = r.u(kMaxItems);
+  for (std::uint64_t k = 0; k < totals && r.ok(); ++k) {
+    const auto scope = static_cast<ScopeId>(r.u(UINT32_MAX));
+    auto t = readReading<std::uint64_t>(r, [](LineReader& x) { return x.u(); });
+    g.pressure.push_back(PressureRead{scope, present(r, std::move(t))});
+  }
+  return g;
+}
+
 }  // namespace
 
 void writeInput(LineWriter& w, const Input& input) {
@@ -71,6 +139,7 @@ void writeInput(LineWriter& w, const Input& input) {
   for (const ScopeEvent& e : input.pressure)
     w.u(e.scope).b(e.gone);
   writeResult(w, input.result);
+  writeReadings(w, input.readings);
 }
 
 Input readInput(LineReader& r) {
@@ -86,7 +155,19 @@ Input readInput(LineReader& r) {
     input.pressure.push_back(e);
   }
   input.result = readResult(r);
+  input.readings = readReadings(r);
   return input;
+}
+
+std::string readsText(const Reads& reads) {
+  LineWriter w("reads");
+  w.b(reads.meminfo).b(reads.machineRefaults).u(reads.memory.size());
+  for (const CgroupKey& c : reads.memory)
+    w.s(c.path).u(c.inode);
+  w.u(reads.pressure.size());
+  for (const ScopeId scope : reads.pressure)
+    w.u(scope);
+  return w.line().substr(std::string_view("reads ").size());
 }
 
 std::string commandText(const Command& command) {

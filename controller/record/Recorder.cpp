@@ -93,6 +93,10 @@ void Recorder::did(const Command& command) {
   put(LineWriter("did").word(commandText(command)));
 }
 
+void Recorder::asked(const Reads& reads) {
+  put(LineWriter("ask").word(readsText(reads)));
+}
+
 Result<CpuReading> Recorder::cpu() {
   auto r = inner_->cpu();
   LineWriter w("cpu");

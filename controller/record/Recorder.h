@@ -1,6 +1,7 @@
 // `reclaimd record`: every input the engine sees, written as it sees it (RecordFormat.h), so a
-// run can be replayed offline. The recorder stands between the engine and the real Sensors, and
-// the command loop tells it each input and each command (DecideLog, Turn.h). The file is bounded:
+// run can be replayed offline. The command loop tells it each input (with the readings the engine
+// asked for), each command and each request to read (DecideLog, Turn.h); what the engine still
+// pulls while it decides goes through it (it stands before the real Sensors). The file is bounded:
 // past its limit the recording ends with an end line (the daemon runs on and says so).
 #pragma once
 
@@ -37,6 +38,7 @@ class Recorder final : public Sensors, public DecideLog {
 
   void input(const Input& input) override;
   void did(const Command& command) override;
+  void asked(const Reads& reads) override;
 
   Result<CpuReading> cpu() override;
   std::chrono::nanoseconds ownCpu() override;

@@ -165,6 +165,7 @@ class Replayer {
   bool header();
   bool step(LineReader& r);
   bool decide(LineReader& r);
+  bool expect(const std::string& kind, const std::optional<std::string>& text, const std::string& what);
   void print(Events events) {
     for (const Event& e : events)
       out_ << "event " << severityName(e.severity()) << " " << e.text() << "\n";
@@ -185,7 +186,7 @@ bool Replayer::header() {
   if (m.kind() != kRecordingMagic || !m.done()) return fail("not a reclaimd recording");
   if (version != kRecordingVersion)
     return fail("a recording of version " + std::to_string(version) + "; this reclaimd replays version " +
-                std::to_string(kRecordingVersion));
+                std::to_string(kRecordingVersion) + " only: record it again with this reclaimd");
   auto setupLine = lines_.take();
   auto policyLine = lines_.take();
   if (!setupLine || !policyLine) return fail("the recording ends in its header");
@@ -233,21 +234,28 @@ bool Replayer::decide(LineReader& r) {
   if (!sensors_->problem.empty()) return fail(sensors_->problem);
   if (!sensors_->ended.empty()) return true;  // cut short: the next line is the end
   print(said.events);
+  if (!expect("did", said.command ? std::optional(commandText(*said.command)) : std::nullopt, "a command"))
+    return false;
+  if (said.command) out_ << "command " << commandText(*said.command) << "\n";
+  return expect("ask", said.read.empty() ? std::nullopt : std::optional(readsText(said.read)), "reads");
+}
+
+// The recording's next line is a `kind` line saying `text` when the engine gave it (what), and
+// none when it did not.
+bool Replayer::expect(const std::string& kind, const std::optional<std::string>& text, const std::string& what) {
   const std::string* next = lines_.peek();
-  const std::string kind = next ? next->substr(0, next->find(' ')) : "end";
-  if (kind != "did" && kind != "in" && kind != "caps" && kind != "end")
-    return fail("the recording has a " + kind.substr(0, 40) + " reading next that the engine did not ask for");
-  const bool recorded = kind == "did";
-  if (!said.command) {
-    if (recorded) return fail("the recording has a command (" + next->substr(4) + ") where the engine gives none");
+  const std::string nextKind = next ? next->substr(0, next->find(' ')) : "end";
+  if (nextKind != "did" && nextKind != "ask" && nextKind != "in" && nextKind != "caps" && nextKind != "end")
+    return fail("the recording has a " + nextKind.substr(0, 40) + " reading next that the engine did not ask for");
+  const bool recorded = nextKind == kind;
+  const std::string recordedText = recorded ? next->substr(kind.size() + 1) : "";
+  if (!text) {
+    if (recorded) return fail("the recording has " + what + " (" + recordedText + ") where the engine gives none");
     return true;
   }
-  const std::string text = commandText(*said.command);
-  if (!recorded) return fail("the engine gives a command (" + text + ") the recording does not have");
-  if (next->substr(4) != text)
-    return fail("the engine gives " + text + " where the recording has " + next->substr(4));
+  if (!recorded) return fail("the engine gives " + what + " (" + *text + ") the recording does not have");
+  if (recordedText != *text) return fail("the engine gives " + *text + " where the recording has " + recordedText);
   lines_.take();
-  out_ << "command " << text << "\n";
   return true;
 }
 

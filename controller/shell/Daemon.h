@@ -65,8 +65,6 @@ class Daemon {
   void rejectReload(const Error& error);
   void retainTargets();
   Result<void> startRecording();
-  // What the engine reads through: the recorder when recording, else the adapters.
-  Sensors& engineSensors() { return recorder_ ? static_cast<Sensors&>(*recorder_) : *sensors_; }
   void armTimer(TimePoint at);
   void flushEvents();
   bool stopPending() const;

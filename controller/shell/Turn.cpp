@@ -32,31 +32,50 @@ CommandResult carryOut(const Command& command, Actuator& out, const Clock& clock
       command);
 }
 
-Output drive(Engine& engine, Sensors& in, Actuator& out, const Clock& clock, Input input, DecideLog* log) {
+Readings takeReadings(const Reads& reads, Sensors& in) {
+  Readings got;
+  if (reads.meminfo) got.meminfo = in.meminfo();
+  if (reads.machineRefaults) got.machineRefaults = in.machineRefaults();
+  for (const CgroupKey& c : reads.memory)
+    got.memory.push_back(MemoryRead{c, in.memory(c.ref())});
+  for (const ScopeId scope : reads.pressure)
+    got.pressure.push_back(PressureRead{scope, in.pressureTotal(scope)});
+  return got;
+}
+
+Output drive(Engine& engine, Sensors& in, Actuator& out, const Clock& clock, Input input, DecideLog* log,
+             Sensors* pulled) {
   for (;;) {
     input.now = input.tick && input.now != TimePoint{} ? input.now : clock.now();
     input.pressure = out.pressureEvents();
     input.stop = out.stopPending();
     if (log) log->input(input);
-    Output said = engine.decide(input, in);
+    Output said = engine.decide(input, pulled ? *pulled : in);
     out.publish(std::move(said.events));
-    if (!said.command) return said;
-    if (log) log->did(*said.command);
+    if (!asks(said)) return said;
     input = Input{};
-    input.result = carryOut(*said.command, out, clock);
+    if (said.command) {
+      if (log) log->did(*said.command);
+      input.result = carryOut(*said.command, out, clock);
+    }
+    if (!said.read.empty()) {
+      if (log) log->asked(said.read);
+      input.readings = takeReadings(said.read, in);
+    }
   }
 }
 
-TimePoint runTurn(Engine& engine, Sensors& in, Actuator& out, const Clock& clock, TimePoint now, DecideLog* log) {
+TimePoint runTurn(Engine& engine, Sensors& in, Actuator& out, const Clock& clock, TimePoint now, DecideLog* log,
+                  Sensors* pulled) {
   Input tick;
   tick.now = now;
   tick.tick = true;
-  const Output last = drive(engine, in, out, clock, std::move(tick), log);
+  const Output last = drive(engine, in, out, clock, std::move(tick), log, pulled);
   return last.wake.value_or(now);
 }
 
-void betweenTurns(Engine& engine, Sensors& in, Actuator& out, const Clock& clock, DecideLog* log) {
-  drive(engine, in, out, clock, Input{}, log);
+void betweenTurns(Engine& engine, Sensors& in, Actuator& out, const Clock& clock, DecideLog* log, Sensors* pulled) {
+  drive(engine, in, out, clock, Input{}, log, pulled);
 }
 
 }  // namespace reclaimd::controller

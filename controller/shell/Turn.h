@@ -44,22 +44,32 @@ class DecideLog {
   virtual ~DecideLog() = default;
   virtual void input(const Input& input) = 0;
   virtual void did(const Command& command) = 0;
+  // The reads an Output asked for (taken after its command, if any).
+  virtual void asked(const Reads&) {}
 };
 
 // Carries out one command, timed by `clock`; answers its result.
 CommandResult carryOut(const Command& command, Actuator& out, const Clock& clock);
 
+// Takes the reads the engine asked for from `in`, each with its own error: the one answer to a
+// Reads, in the daemon (over the real adapters) and in the tests (over a simulated machine).
+Readings takeReadings(const Reads& reads, Sensors& in);
+
 // Gives the engine `first` (its time, its pressure events and a pending stop are filled in
-// here), then carries out its commands until it gives none. Answers the last Output: its wake
-// is set when a turn ended.
-Output drive(Engine& engine, Sensors& in, Actuator& out, const Clock& clock, Input first, DecideLog* log = nullptr);
+// here), then carries out its commands and takes the reads it asks for from `in`, until it asks
+// for neither. Answers the last Output: its wake is set when a turn ended. The readings a turn
+// begins with the engine still pulls while it decides: through `pulled` when given (the recorder,
+// which writes down what is pulled), else through `in`.
+Output drive(Engine& engine, Sensors& in, Actuator& out, const Clock& clock, Input first, DecideLog* log = nullptr,
+             Sensors* pulled = nullptr);
 
 // A turn at `now` (the timer fired); answers when the next one is due.
 TimePoint runTurn(Engine& engine, Sensors& in, Actuator& out, const Clock& clock, TimePoint now,
-                  DecideLog* log = nullptr);
+                  DecideLog* log = nullptr, Sensors* pulled = nullptr);
 
 // Between turns: hands the engine the pending PSI trigger events, and carries out what it answers
 // (after a probe or a reload, the scopes to watch).
-void betweenTurns(Engine& engine, Sensors& in, Actuator& out, const Clock& clock, DecideLog* log = nullptr);
+void betweenTurns(Engine& engine, Sensors& in, Actuator& out, const Clock& clock, DecideLog* log = nullptr,
+                  Sensors* pulled = nullptr);
 
 }  // namespace reclaimd::controller

@@ -28,16 +28,19 @@ class DecideTest : public EngineHarness {
       controller::Output out = engine_->decide(input, sim_);
       for (Event& e : out.events)
         events_.push_back(std::move(e));
-      if (!out.command) {
+      if (!controller::asks(out)) {
         EXPECT_TRUE(out.wake.has_value()) << "a turn ends with when to wake";
         wake_ = out.wake.value_or(clock_.now() + 1s);
         return given;
       }
-      given.push_back(*out.command);
       input = controller::Input{};
-      input.result = controller::carryOut(*out.command, sim_, clock_);
+      if (out.command) {
+        given.push_back(*out.command);
+        input.result = controller::carryOut(*out.command, sim_, clock_);
+      }
+      input.readings = controller::takeReadings(out.read, sim_);
       input.now = clock_.now();
-      input.stop = stopAfterChunk && std::holds_alternative<controller::ReclaimChunk>(given.front());
+      input.stop = stopAfterChunk && !given.empty() && std::holds_alternative<controller::ReclaimChunk>(given.front());
     }
   }
   // Ticks until one gives a chunk to write; answers that tick's commands.

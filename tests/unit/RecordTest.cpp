@@ -37,10 +37,10 @@ class RecordTest : public ::testing::Test {
     r->begin(engine.setup(), {policies::PolicyText{"policy.yaml", kPolicy}});
     r->caps(fullCapabilities(), "start");
     engine.setCapabilities(fullCapabilities(), "start");
-    controller::betweenTurns(engine, *r, sim_, clock_, r.get());
+    controller::betweenTurns(engine, sim_, sim_, clock_, r.get(), r.get());
     const TimePoint until = clock_.now() + span;
     while (clock_.now() < until)
-      clock_.set(controller::runTurn(engine, *r, sim_, clock_, clock_.now(), r.get()));
+      clock_.set(controller::runTurn(engine, sim_, sim_, clock_, clock_.now(), r.get(), r.get()));
   }
   int replay(const std::string& text, std::string& out, std::string& err) {
     std::istringstream in(text);
@@ -100,6 +100,22 @@ TEST_F(RecordTest, AReadingTheEngineDoesNotAskForIsNamed) {
   EXPECT_NE(err.find("the engine asks for cpu, the recording has a refaults line"), std::string::npos) << err;
 }
 
+TEST_F(RecordTest, AChunksResultCarriesTheReadingsItAskedFor) {
+  record(4min);
+  const std::string text = recorded();
+  const std::size_t did = text.find("\ndid reclaim app.slice ");
+  ASSERT_NE(did, std::string::npos);
+  const std::size_t ask = text.find('\n', did + 1) + 1;
+  ASSERT_EQ(text.compare(ask, 4, "ask "), 0) << text.substr(did, 400);
+  const std::size_t in = text.find('\n', ask) + 1;
+  const std::string input = text.substr(in, text.find('\n', in) - in);
+  EXPECT_EQ(input.rfind("in ", 0), 0u) << input;
+  EXPECT_NE(input.find(" written "), std::string::npos) << input;
+  EXPECT_NE(input.find(" app.slice "), std::string::npos) << "the cgroup's memory, read after the write: " << input;
+  std::string out, err;
+  EXPECT_EQ(replay(text, out, err), controller::kExitOk) << err;
+}
+
 TEST_F(RecordTest, ARecordingStopsAtItsLimitAndSaysWhy) {
   record(10min, 16 << 10);
   EXPECT_NE(ended_.find("limit of 16384 bytes"), std::string::npos) << ended_;
@@ -119,6 +135,9 @@ TEST_F(RecordTest, WhatIsNotARecordingIsRefusedWithAReason) {
   EXPECT_NE(err.find("not a reclaimd recording"), std::string::npos) << err;
   EXPECT_EQ(replay("reclaimd-recording 9\n", out, err), controller::kExitDataError);
   EXPECT_NE(err.find("version 9"), std::string::npos) << err;
+  const std::string older = "reclaimd-recording " + std::to_string(controller::kRecordingVersion - 1) + "\n";
+  EXPECT_EQ(replay(older + "setup 0 0 %\npolicy\n", out, err), controller::kExitDataError);
+  EXPECT_NE(err.find("record it again with this reclaimd"), std::string::npos) << err;
   const std::string header = "reclaimd-recording " + std::to_string(controller::kRecordingVersion) + "\n";
   EXPECT_EQ(replay(header + "setup 0 0 %\npolicy\nin x\n", out, err), controller::kExitDataError);
   EXPECT_NE(err.find("a malformed input"), std::string::npos) << err;

@@ -1,0 +1,75 @@
+// What the engine asks the shell to read, and what the shell read, as plain data. An Output
+// names the reads its next decide needs (Reads); the shell takes them after carrying out the
+// Output's command, so a chunk's result comes with the cache measured after the write, and the
+// next Input carries them (Readings). Only what is asked is read: a quiet tick reads /proc/stat
+// alone.
+#pragma once
+
+#include <cerrno>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "base/Result.h"
+#include "controller/engine/Ports.h"
+#include "proc/Meminfo.h"
+
+namespace reclaimd::controller {
+
+// A cgroup named by the path and inode the engine knows it by (CgroupRef, owned).
+struct CgroupKey {
+  std::string path;
+  std::uint64_t inode = 0;
+  CgroupRef ref() const { return CgroupRef{path, inode}; }
+  bool operator==(const CgroupKey&) const = default;
+};
+
+struct Reads {
+  bool meminfo = false;
+  bool machineRefaults = false;   // /proc/vmstat's workingset_refault_file
+  std::vector<CgroupKey> memory;  // each cgroup's memory.stat
+  std::vector<ScopeId> pressure;  // each scope's pressure total
+
+  bool empty() const { return !meminfo && !machineRefaults && memory.empty() && pressure.empty(); }
+  bool operator==(const Reads&) const = default;
+};
+
+struct MemoryRead {
+  CgroupKey cgroup;
+  Result<MemoryReading> reading;
+};
+
+struct PressureRead {
+  ScopeId scope = kMachineScope;
+  Result<std::uint64_t> total;
+};
+
+// The answers to one Reads, each with its own error: a reading that failed is as telling as one
+// that did not (a cgroup that left answers ENOENT).
+struct Readings {
+  std::optional<Result<proc::Meminfo>> meminfo;
+  std::optional<Result<std::uint64_t>> machineRefaults;
+  std::vector<MemoryRead> memory;
+  std::vector<PressureRead> pressure;
+
+  // The reading of `cgroup` (of scope `scope`); nullptr when it was not read.
+  const Result<MemoryReading>* memoryOf(const CgroupRef& cgroup) const;
+  const Result<std::uint64_t>* pressureOf(ScopeId scope) const;
+  // Every read `reads` names was taken.
+  bool answer(const Reads& reads) const;
+};
+
+// `reading`, or, where the shell did not take a read it was asked for, an error saying so: the
+// engine treats it as unreadable.
+template <class T>
+Result<T> readingOr(const Result<T>* reading, const char* what) {
+  if (reading) return *reading;
+  return errnoError(ENODATA, std::string(what) + " was asked for and not read");
+}
+template <class T>
+Result<T> readingOr(const std::optional<Result<T>>& reading, const char* what) {
+  return readingOr(reading ? &*reading : nullptr, what);
+}
+
+}  // namespace reclaimd::controller
