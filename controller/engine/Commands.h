@@ -3,9 +3,9 @@
 // that fired, a pending stop) and gets an Output (at most one command to carry out, the reads to
 // take after it, events to log, and when a turn ends, when to wake). The shell carries the
 // command out, takes the reads, and calls decide again with both, until an Output asks for
-// neither. What the engine learns comes through here, which is what a recording holds; the
-// readings a turn begins with are still pulled through Sensors (Ports.h), so a quiet tick reads
-// /proc/stat alone.
+// neither. A tick's input carries the CPU times (tickReads()); the rest of what a turn reads
+// before its first command (meminfo, the tree, the targets' files) is still pulled through
+// Sensors (Ports.h), only where a decision needs it, so a quiet tick reads /proc/stat alone.
 #pragma once
 
 #include <chrono>
@@ -84,7 +84,7 @@ struct ScopeEvent {
 
 struct Input {
   TimePoint now{};
-  bool tick = false;     // the timer fired: a turn begins
+  bool tick = false;     // the timer fired: a turn begins (`readings` holds the CPU times)
   bool stop = false;     // SIGTERM or SIGINT is pending: the turn ends before its next write
   CommandResult result;  // of the command the last Output gave; monostate when it gave none
   Readings readings;     // what the last Output asked to read, read after its command

@@ -120,16 +120,18 @@ void Engine::reprobed(const Capabilities& caps) {
   if (mode_ == was) fallBack();
 }
 
-Plan Engine::turn(TimePoint now, Sensors& in) {
+Plan Engine::turn(const Input& input, Sensors& in) {
+  const TimePoint now = input.now;
   Plan plan;
-  auto cpu = in.cpu();
+  // Every tick carries the CPU times (tickReads()); a tick without them is a skipped sample too.
+  const Result<CpuReading> cpu = readingOr(input.readings.cpu, "the CPU times");
   if (!cpu) {
     // A malformed sample is skipped; the windows keep their history.
     sampleError(cpu.error(), now);
     plan.wake = nextWake(now);
     return plan;
   }
-  observeCpu(in, CpuSample{now, cpu->busy, cpu->total, in.ownCpu(), cpu->cpus});
+  observeCpu(in, CpuSample{now, cpu->busy, cpu->total, input.readings.ownCpu.value_or(0ns), cpu->cpus});
   if (mode_.mode != policies::Mode::Disabled && !idle_.verdict.idle() && idle_.busy.due(now)) {
     if (auto scan = in.cgroupCpuScan()) {
       idle_.busy.add(now, cpu->total, in.ownCpu(), std::move(*scan));

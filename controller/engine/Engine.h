@@ -116,7 +116,7 @@ class Engine {
   std::vector<ScopeView> scopes() const;
 
   // Engine.cpp: the turn, idle detection, dropcache, waking.
-  Plan turn(TimePoint now, Sensors& in);
+  Plan turn(const Input& input, Sensors& in);
   // After an EINVAL from memory.reclaim: the probe again. When it still believes in the format
   // the kernel just refused, reclaimd stops sending it: dropcache without rules, nothing with.
   void reprobed(const Capabilities& caps);

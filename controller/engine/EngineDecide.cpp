@@ -24,7 +24,7 @@ Output Engine::decide(const Input& input, Sensors& in) {
     pressureEvent(e.scope, e.gone, input.now, in);
   if (input.tick && !turn_.tick) {
     Tick k;
-    k.plan = turn(input.now, in);
+    k.plan = turn(input, in);
     k.gradual = mode_.mode == policies::Mode::Gradual;
     turn_.tick = std::move(k);
   }

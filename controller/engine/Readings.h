@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cerrno>
+#include <chrono>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -26,12 +27,13 @@ struct CgroupKey {
 };
 
 struct Reads {
+  bool cpu = false;  // the machine's CPU time (/proc/stat) and reclaimd's own
   bool meminfo = false;
   bool machineRefaults = false;   // /proc/vmstat's workingset_refault_file
   std::vector<CgroupKey> memory;  // each cgroup's memory.stat
   std::vector<ScopeId> pressure;  // each scope's pressure total
 
-  bool empty() const { return !meminfo && !machineRefaults && memory.empty() && pressure.empty(); }
+  bool empty() const { return !cpu && !meminfo && !machineRefaults && memory.empty() && pressure.empty(); }
   bool operator==(const Reads&) const = default;
 };
 
@@ -48,6 +50,8 @@ struct PressureRead {
 // The answers to one Reads, each with its own error: a reading that failed is as telling as one
 // that did not (a cgroup that left answers ENOENT).
 struct Readings {
+  std::optional<Result<CpuReading>> cpu;
+  std::optional<std::chrono::nanoseconds> ownCpu;  // read with `cpu`
   std::optional<Result<proc::Meminfo>> meminfo;
   std::optional<Result<std::uint64_t>> machineRefaults;
   std::vector<MemoryRead> memory;
@@ -59,6 +63,14 @@ struct Readings {
   // Every read `reads` names was taken.
   bool answer(const Reads& reads) const;
 };
+
+// What every tick reads before the engine sees it: the CPU times the idle detector judges by. A
+// quiet tick reads nothing more.
+inline Reads tickReads() {
+  Reads r;
+  r.cpu = true;
+  return r;
+}
 
 // `reading`, or, where the shell did not take a read it was asked for, an error saying so: the
 // engine treats it as unreadable.

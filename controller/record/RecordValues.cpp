@@ -1,6 +1,8 @@
 // The values a recording holds: inputs, commands, and the readings with several fields.
 #include "controller/record/RecordFormat.h"
 
+#include <algorithm>
+
 #include "base/Overload.h"
 
 namespace reclaimd::controller {
@@ -90,6 +92,11 @@ std::optional<Result<T>> readReading(LineReader& r, F fields) {
 }
 
 void writeReadings(LineWriter& w, const Readings& g) {
+  writeReading(w, g.cpu, [](LineWriter& x, const CpuReading& c) { x.ns(c.busy).ns(c.total).i(c.cpus); });
+  if (g.ownCpu)
+    w.ns(*g.ownCpu);
+  else
+    w.word("-");
   writeReading(w, g.meminfo, [](LineWriter& x, const proc::Meminfo& m) { writeMeminfo(x, m); });
   writeReading(w, g.machineRefaults, [](LineWriter& x, std::uint64_t v) { x.u(v); });
   w.u(g.memory.size());
@@ -115,6 +122,16 @@ Result<T> present(LineReader& r, std::optional<Result<T>> got) {
 
 Readings readReadings(LineReader& r) {
   Readings g;
+  g.cpu = readReading<CpuReading>(r, [](LineReader& x) {
+    const auto busy = x.ns();
+    const auto total = x.ns();
+    // Any count is a reading the engine must take; a negative one is none.
+    return CpuReading{busy, total, static_cast<unsigned>(std::clamp<std::int64_t>(x.i(), 0, 1 << 20))};
+  });
+  if (r.peek() == "-")
+    r.word();
+  else
+    g.ownCpu = r.ns();
   g.meminfo = readReading<proc::Meminfo>(r, [](LineReader& x) { return readMeminfo(x); });
   g.machineRefaults = readReading<std::uint64_t>(r, [](LineReader& x) { return x.u(); });
   const std::uint64_t memories = r.u(kMaxItems);
@@ -161,7 +178,7 @@ Input readInput(LineReader& r) {
 
 std::string readsText(const Reads& reads) {
   LineWriter w("reads");
-  w.b(reads.meminfo).b(reads.machineRefaults).u(reads.memory.size());
+  w.b(reads.cpu).b(reads.meminfo).b(reads.machineRefaults).u(reads.memory.size());
   for (const CgroupKey& c : reads.memory)
     w.s(c.path).u(c.inode);
   w.u(reads.pressure.size());

@@ -34,6 +34,10 @@ CommandResult carryOut(const Command& command, Actuator& out, const Clock& clock
 
 Readings takeReadings(const Reads& reads, Sensors& in) {
   Readings got;
+  if (reads.cpu) {
+    got.cpu = in.cpu();
+    got.ownCpu = in.ownCpu();
+  }
   if (reads.meminfo) got.meminfo = in.meminfo();
   if (reads.machineRefaults) got.machineRefaults = in.machineRefaults();
   for (const CgroupKey& c : reads.memory)
@@ -70,6 +74,7 @@ TimePoint runTurn(Engine& engine, Sensors& in, Actuator& out, const Clock& clock
   Input tick;
   tick.now = now;
   tick.tick = true;
+  tick.readings = takeReadings(tickReads(), in);
   const Output last = drive(engine, in, out, clock, std::move(tick), log, pulled);
   return last.wake.value_or(now);
 }

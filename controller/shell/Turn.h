@@ -63,7 +63,8 @@ Readings takeReadings(const Reads& reads, Sensors& in);
 Output drive(Engine& engine, Sensors& in, Actuator& out, const Clock& clock, Input first, DecideLog* log = nullptr,
              Sensors* pulled = nullptr);
 
-// A turn at `now` (the timer fired); answers when the next one is due.
+// A turn at `now` (the timer fired; its input carries the tick's readings, tickReads()); answers
+// when the next one is due.
 TimePoint runTurn(Engine& engine, Sensors& in, Actuator& out, const Clock& clock, TimePoint now,
                   DecideLog* log = nullptr, Sensors* pulled = nullptr);
 

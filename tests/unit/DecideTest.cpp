@@ -23,6 +23,7 @@ class DecideTest : public EngineHarness {
     controller::Input input;
     input.now = clock_.now();
     input.tick = true;
+    input.readings = controller::takeReadings(controller::tickReads(), sim_);
     std::vector<Command> given;
     for (;;) {
       controller::Output out = engine_->decide(input, sim_);
@@ -86,6 +87,27 @@ TEST_F(DecideTest, APendingStopEndsTheTurnBeforeItsNextChunkAndItsCompaction) {
   const auto steps = named("reclaim_step");
   ASSERT_EQ(steps.size(), 1u);
   EXPECT_EQ(*steps[0].field("end"), "stopped");
+}
+
+// The tick carries the CPU times; a tick the shell gave without them is a skipped sample, and the
+// turn ends there, waking as usual.
+TEST_F(DecideTest, ATickCarriesItsCpuReadingAndOneWithoutIsASkippedSample) {
+  start();
+  const int cpuReads = sim_.reads["cpu"];
+  controller::Input input;
+  input.now = clock_.now();
+  input.tick = true;
+  controller::Output out = engine_->decide(input, sim_);
+  EXPECT_EQ(sim_.reads["cpu"], cpuReads) << "the engine reads no CPU itself";
+  EXPECT_FALSE(controller::asks(out));
+  EXPECT_TRUE(out.wake.has_value());
+  auto skipped = [](const Event& e) { return e.name() == "sample_skipped"; };
+  ASSERT_EQ(std::count_if(out.events.begin(), out.events.end(), skipped), 1);
+  clock_.advance(1s);
+  wake_ = clock_.now();
+  tick();
+  EXPECT_EQ(sim_.reads["cpu"], cpuReads + 1) << "the shell reads it with the tick";
+  EXPECT_EQ(count("sample_skipped"), 0u) << "taken";
 }
 
 // What the shell watches is what the engine has scopes for, each once, as targets come and go.

@@ -92,12 +92,12 @@ TEST_F(RecordTest, ACommandThatDiffersFromTheRecordingIsNamed) {
 TEST_F(RecordTest, AReadingTheEngineDoesNotAskForIsNamed) {
   record(30s);
   std::string text = recorded();
-  const std::size_t at = text.find("\ncpu ");
+  const std::size_t at = text.find("\ntree ");
   ASSERT_NE(at, std::string::npos);
   text.insert(at + 1, "refaults ok 5\n");
   std::string out, err;
   EXPECT_EQ(replay(text, out, err), controller::kExitDataError);
-  EXPECT_NE(err.find("the engine asks for cpu, the recording has a refaults line"), std::string::npos) << err;
+  EXPECT_NE(err.find("the engine asks for tree, the recording has a refaults line"), std::string::npos) << err;
 }
 
 TEST_F(RecordTest, AChunksResultCarriesTheReadingsItAskedFor) {
