@@ -1,6 +1,6 @@
 // What the engine and the shell say to each other: the shell hands Engine::decide an Input (the
 // time, what the last command did, the readings the last Output asked for, the pressure events
-// that fired, a pending stop) and gets an Output (at most one command to carry out, the reads to
+// that fired with their totals, a pending stop) and gets an Output (at most one command to carry out, the reads to
 // take after it, events to log, and when a turn ends, when to wake). The shell carries the
 // command out, takes the reads, and calls decide again with both, until an Output asks for
 // neither. A tick's input carries the CPU times (tickReads()); the rest of what a turn reads
@@ -76,10 +76,13 @@ struct Unwatched {};
 
 using CommandResult = std::variant<std::monostate, Written, Finished, Probed, Watched, Unwatched>;
 
-// A PSI trigger fired on `scope` (or its cgroup was removed: `gone`).
+// A PSI trigger fired on `scope` (or its cgroup was removed: `gone`). The kernel sends no other
+// event in this window, so the shell reads the scope's total as it takes the event: the figures
+// the engine judges the event by.
 struct ScopeEvent {
   ScopeId scope = kMachineScope;
   bool gone = false;
+  std::optional<Result<std::uint64_t>> total;  // none when gone
 };
 
 struct Input {

@@ -145,8 +145,8 @@ class Engine {
                  const Readings& readings);
   // How the shell watches scope `id` (after opening its file).
   void setFeed(ScopeId id, PressureFeed feed, std::string why, bool gone = false);
-  // A PSI trigger fired on `id` (or its cgroup was removed: `gone`).
-  void pressureEvent(ScopeId id, bool gone, TimePoint now, Sensors& in);
+  // A PSI trigger fired (or its cgroup was removed).
+  void pressureEvent(const ScopeEvent& event, TimePoint now);
   void observeCpu(Sensors& in, const CpuSample& sample);
   void applyRuleDetectors();
   const IdleVerdict& systemVerdict(const policies::IdleSettings& idle) const;

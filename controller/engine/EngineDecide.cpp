@@ -21,7 +21,7 @@ const char* commandName(const Command& command) {
 Output Engine::decide(const Input& input, Sensors& in) {
   absorb(input);
   for (const ScopeEvent& e : input.pressure)
-    pressureEvent(e.scope, e.gone, input.now, in);
+    pressureEvent(e, input.now);
   if (input.tick && !turn_.tick) {
     Tick k;
     k.plan = turn(input, in);

@@ -77,10 +77,11 @@ void Engine::setFeed(ScopeId id, PressureFeed feed, std::string why, bool gone) 
   }
 }
 
-void Engine::pressureEvent(ScopeId id, bool gone, TimePoint now, Sensors& in) {
+void Engine::pressureEvent(const ScopeEvent& event, TimePoint now) {
+  const ScopeId id = event.scope;
   Scope* scope = scopeById(id);
   if (!scope) return;
-  if (gone) {
+  if (event.gone) {
     emit(Severity::Debug, "pressure_watch")
         .add("scope", scope->label())
         .add("mode", "off")
@@ -90,10 +91,10 @@ void Engine::pressureEvent(ScopeId id, bool gone, TimePoint now, Sensors& in) {
     return;
   }
   ++scope->events;
-  // The event says the threshold was crossed; read the total now for the numbers, and because
-  // the kernel sends no other event in this window. The machine's total includes reclaimd's own
-  // stall: an event that our own writes account for is not pressure.
-  auto total = in.pressureTotal(id);
+  // The event says the threshold was crossed; its total, read as the event was taken, gives the
+  // numbers (the kernel sends no other event in this window). The machine's total includes
+  // reclaimd's own stall: an event that our own writes account for is not pressure.
+  const Result<std::uint64_t> total = readingOr(event.total, "the total of a scope whose trigger fired");
   const bool machine = id == kMachineScope;
   // An unreadable total leaves the kernel's word alone: the event is judged as a first one.
   if (!total) sampleError(total.error(), now);

@@ -8,7 +8,7 @@
 //   setup <dry_run> <trace> <own_cgroup>      EngineSetup
 //   policy [<name> <text>]...                 the policy files, in the order they merge
 //   caps <why> <capabilities...>              the probe's findings, handed to the engine
-//   in <now_ns> <tick> <stop> <n> [<scope> <gone>]... <result> <readings>     one Input
+//   in <now_ns> <tick> <stop> <n> [<scope> <gone> <total>]... <result> <readings>   one Input
 //   did <command...>                          the command the engine answered with
 //   ask <reads...>                            the reads it asked for, answered in the next in
 // The readings of an Input: the machine's CPU times ("-" when not read, else a result of busy,

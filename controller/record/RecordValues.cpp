@@ -153,8 +153,10 @@ Readings readReadings(LineReader& r) {
 
 void writeInput(LineWriter& w, const Input& input) {
   w.ns(input.now.time_since_epoch()).b(input.tick).b(input.stop).u(input.pressure.size());
-  for (const ScopeEvent& e : input.pressure)
+  for (const ScopeEvent& e : input.pressure) {
     w.u(e.scope).b(e.gone);
+    writeReading(w, e.total, [](LineWriter& x, std::uint64_t v) { x.u(v); });
+  }
   writeResult(w, input.result);
   writeReadings(w, input.readings);
 }
@@ -169,7 +171,8 @@ Input readInput(LineReader& r) {
     ScopeEvent e;
     e.scope = static_cast<ScopeId>(r.u(UINT32_MAX));
     e.gone = r.b();
-    input.pressure.push_back(e);
+    e.total = readReading<std::uint64_t>(r, [](LineReader& x) { return x.u(); });
+    input.pressure.push_back(std::move(e));
   }
   input.result = readResult(r);
   input.readings = readReadings(r);

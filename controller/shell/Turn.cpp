@@ -47,11 +47,19 @@ Readings takeReadings(const Reads& reads, Sensors& in) {
   return got;
 }
 
+std::vector<ScopeEvent> takeEvents(Actuator& out, Sensors& in) {
+  std::vector<ScopeEvent> events = out.pressureEvents();
+  for (ScopeEvent& e : events) {
+    if (!e.gone) e.total = in.pressureTotal(e.scope);
+  }
+  return events;
+}
+
 Output drive(Engine& engine, Sensors& in, Actuator& out, const Clock& clock, Input input, DecideLog* log,
              Sensors* pulled) {
   for (;;) {
     input.now = input.tick && input.now != TimePoint{} ? input.now : clock.now();
-    input.pressure = out.pressureEvents();
+    input.pressure = takeEvents(out, in);
     input.stop = out.stopPending();
     if (log) log->input(input);
     Output said = engine.decide(input, pulled ? *pulled : in);

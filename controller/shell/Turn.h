@@ -55,6 +55,10 @@ CommandResult carryOut(const Command& command, Actuator& out, const Clock& clock
 // Reads, in the daemon (over the real adapters) and in the tests (over a simulated machine).
 Readings takeReadings(const Reads& reads, Sensors& in);
 
+// The PSI trigger events since the last call, each with its scope's total read now (a removed
+// cgroup's without).
+std::vector<ScopeEvent> takeEvents(Actuator& out, Sensors& in);
+
 // Gives the engine `first` (its time, its pressure events and a pending stop are filled in
 // here), then carries out its commands and takes the reads it asks for from `in`, until it asks
 // for neither. Answers the last Output: its wake is set when a turn ended. The readings a turn

@@ -243,7 +243,7 @@ Result<void> SimMachine::compact() {
 
 void SimMachine::pressureFires(const std::string& path, bool gone) {
   for (const auto& [id, scope] : watching)
-    if (scope.path == path) events_.push_back({id, gone});
+    if (scope.path == path) events_.push_back({id, gone, std::nullopt});
 }
 
 int runUntil(controller::Engine& engine, SimMachine& sim, ManualClock& clock, TimePoint until,
