@@ -120,21 +120,36 @@ void Engine::reprobed(const Capabilities& caps) {
   if (mode_ == was) fallBack();
 }
 
-Plan Engine::turn(const Input& input, Sensors& in) {
-  const TimePoint now = input.now;
-  Plan plan;
+Reads Engine::beginTurn(const Input& input, Sensors& in) {
+  Tick& k = turn_.tick.emplace();
+  k.at = input.now;
   // Every tick carries the CPU times (tickReads()); a tick without them is a skipped sample too.
   const Result<CpuReading> cpu = readingOr(input.readings.cpu, "the CPU times");
   if (!cpu) {
     // A malformed sample is skipped; the windows keep their history.
-    sampleError(cpu.error(), now);
+    sampleError(cpu.error(), k.at);
+    return {};
+  }
+  k.cpu = *cpu;
+  observeCpu(in, CpuSample{k.at, cpu->busy, cpu->total, input.readings.ownCpu.value_or(0ns), cpu->cpus});
+  if (mode_.mode == policies::Mode::Disabled) return {};
+  k.asked.scan = !idle_.verdict.idle() && idle_.busy.due(k.at);
+  if (pressure_.machine && pressure_.machine->needsTotals() && pressure_.machine->readsTotals())
+    k.asked.pressure.push_back(kMachineScope);
+  return k.asked;
+}
+
+Plan Engine::planTurn(const Input& input, Sensors& in) {
+  Tick& k = *turn_.tick;
+  const TimePoint now = k.at;
+  Plan plan;
+  if (!k.cpu) {
     plan.wake = nextWake(now);
     return plan;
   }
-  observeCpu(in, CpuSample{now, cpu->busy, cpu->total, input.readings.ownCpu.value_or(0ns), cpu->cpus});
-  if (mode_.mode != policies::Mode::Disabled && !idle_.verdict.idle() && idle_.busy.due(now)) {
-    if (auto scan = in.cgroupCpuScan()) {
-      idle_.busy.add(now, cpu->total, in.ownCpu(), std::move(*scan));
+  if (k.asked.scan) {
+    if (input.readings.scan && input.readings.scan->cgroups) {
+      idle_.busy.add(now, k.cpu->total, input.readings.scan->ownCpu, *input.readings.scan->cgroups);
     } else {
       // No tree to scan (cgroup v1) or an unreadable root: no cgroup is named as keeping the
       // machine busy, ignoring the error (on v1 it is every scan's); the next try waits a period.
@@ -142,8 +157,9 @@ Plan Engine::turn(const Input& input, Sensors& in) {
     }
   }
   sayWhyHeld(now, in);
-  if (pressure_.machine && mode_.mode != policies::Mode::Disabled && pressure_.machine->needsTotals())
-    samplePressure(*pressure_.machine, kMachineScope, now, in);
+  if (!k.asked.pressure.empty() && pressure_.machine)
+    takeTotal(*pressure_.machine, kMachineScope, now,
+              readingOr(input.readings.pressureOf(kMachineScope), "the machine's pressure total"));
   switch (mode_.mode) {
     case policies::Mode::Disabled: break;
     case policies::Mode::DropCache: dropCacheTurn(now, in, plan); break;

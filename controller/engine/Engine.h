@@ -116,7 +116,12 @@ class Engine {
   std::vector<ScopeView> scopes() const;
 
   // Engine.cpp: the turn, idle detection, dropcache, waking.
-  Plan turn(const Input& input, Sensors& in);
+  // The turn's first phase: the tick's CPU times judge idleness, and the verdict says what else
+  // to read before the turn is planned (a busy scan when one is due, the machine's pressure
+  // total where it is read on samples).
+  Reads beginTurn(const Input& input, Sensors& in);
+  // The rest of the turn, with those readings: targets, measurements, the plan.
+  Plan planTurn(const Input& input, Sensors& in);
   // After an EINVAL from memory.reclaim: the probe again. When it still believes in the format
   // the kernel just refused, reclaimd stops sending it: dropcache without rules, nothing with.
   void reprobed(const Capabilities& caps);

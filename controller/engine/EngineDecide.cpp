@@ -13,8 +13,9 @@ const char* commandName(const Command& command) {
 }
 
 // A tick, top to bottom: the result of the command given last is taken in with the readings
-// taken after it, then the pressure events that fired; a timer's input begins a turn (turn():
-// read the CPU, judge idleness, walk and measure the targets, plan the pass); then come the
+// taken after it, then the pressure events that fired; a timer's input begins a turn (its CPU
+// times judge idleness, and the verdict asks for what else the turn needs read); with those
+// readings the turn is planned (walk and measure the targets, plan the pass); then come the
 // turn's commands one at a time (tickCommand), each with the reads its result needs, then the
 // scopes to watch or forget; when nothing is left to do or read the turn is over and the shell
 // is told when to wake.
@@ -22,14 +23,14 @@ Output Engine::decide(const Input& input, Sensors& in) {
   absorb(input);
   for (const ScopeEvent& e : input.pressure)
     pressureEvent(e, input.now);
-  if (input.tick && !turn_.tick) {
-    Tick k;
-    k.plan = turn(input, in);
-    k.gradual = mode_.mode == policies::Mode::Gradual;
-    turn_.tick = std::move(k);
-  }
   Output out;
-  if (turn_.tick) tickCommand(input, in, out);
+  if (input.tick && !turn_.tick) out.read = beginTurn(input, in);
+  if (turn_.tick && !turn_.tick->planned && out.read.empty()) {
+    turn_.tick->plan = planTurn(input, in);
+    turn_.tick->gradual = mode_.mode == policies::Mode::Gradual;
+    turn_.tick->planned = true;
+  }
+  if (turn_.tick && turn_.tick->planned) tickCommand(input, in, out);
   if (!asks(out)) out.command = watchCommand();
   if (!asks(out) && turn_.tick) {
     out.wake = turn_.tick->plan.wake;

@@ -130,17 +130,8 @@ void Engine::reportPressure(Scope& scope, TimePoint now, const char* source) {
       .add("resume_after_s", duration<double>(scope.backoff().resumeAt() - now).count(), 0);
 }
 
-namespace {
-
-// Where a scope's file is read: opened, and not given up on.
-bool readsTotals(const Scope& scope) {
-  return scope.feed() != PressureFeed::Off && scope.feed() != PressureFeed::Pending;
-}
-
-}  // namespace
-
 void Engine::samplePressure(Scope& scope, ScopeId id, TimePoint now, Sensors& in) {
-  if (readsTotals(scope)) takeTotal(scope, id, now, in.pressureTotal(id));
+  if (scope.readsTotals()) takeTotal(scope, id, now, in.pressureTotal(id));
 }
 
 void Engine::takeTotal(Scope& scope, ScopeId id, TimePoint now, const Result<std::uint64_t>& total) {
@@ -163,16 +154,17 @@ void Engine::takeTotal(Scope& scope, ScopeId id, TimePoint now, const Result<std
 
 Reads Engine::pressureReads(std::uint32_t id) const {
   Reads r;
-  if (pressure_.machine && readsTotals(*pressure_.machine)) r.pressure.push_back(kMachineScope);
+  if (pressure_.machine && pressure_.machine->readsTotals()) r.pressure.push_back(kMachineScope);
   const TargetState* t = target(id);
-  if (t && t->scope && readsTotals(*t->scope)) r.pressure.push_back(t->id);
+  if (t && t->scope && t->scope->readsTotals()) r.pressure.push_back(t->id);
   return r;
 }
 
 bool Engine::pressureStops(std::uint32_t id, TimePoint now, const Readings& readings) {
   // Both asked for before the check (pressureReads): one missing is taken as unreadable.
   auto take = [&](Scope& scope, ScopeId scopeId) {
-    if (readsTotals(scope)) takeTotal(scope, scopeId, now, readingOr(readings.pressureOf(scopeId), "a pressure total"));
+    if (scope.readsTotals())
+      takeTotal(scope, scopeId, now, readingOr(readings.pressureOf(scopeId), "a pressure total"));
   };
   if (pressure_.machine) take(*pressure_.machine, kMachineScope);
   TargetState* t = find(id);

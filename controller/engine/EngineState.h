@@ -49,8 +49,13 @@ struct Plan {
   TimePoint wake{};  // the next turn, unless an event comes first
 };
 
-// A turn in progress: its plan, and how far the commands that carry it out have gone.
+// A turn in progress: what its verdict asked to read, its plan, and how far the commands that
+// carry it out have gone.
 struct Tick {
+  TimePoint at{};                 // the timer's time: the whole turn is judged at it
+  std::optional<CpuReading> cpu;  // the tick's CPU times (none: the sample was skipped)
+  Reads asked;                    // read before the turn is planned (beginTurn)
+  bool planned = false;
   Plan plan;
   bool gradual = false;    // the mode when the turn began (a re-probe may change it)
   bool dropAsked = false;  // dropcache: the drop, then the compaction after it

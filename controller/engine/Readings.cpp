@@ -19,7 +19,8 @@ const Result<std::uint64_t>* Readings::pressureOf(ScopeId scope) const {
 }
 
 bool Readings::answer(const Reads& reads) const {
-  if ((reads.cpu && (!cpu || !ownCpu)) || (reads.meminfo && !meminfo) || (reads.machineRefaults && !machineRefaults))
+  if ((reads.cpu && (!cpu || !ownCpu)) || (reads.meminfo && !meminfo) || (reads.machineRefaults && !machineRefaults) ||
+      (reads.scan && !scan))
     return false;
   const bool memories = std::all_of(reads.memory.begin(), reads.memory.end(),
                                     [&](const CgroupKey& c) { return memoryOf(c.ref()) != nullptr; });

@@ -30,16 +30,23 @@ struct Reads {
   bool cpu = false;  // the machine's CPU time (/proc/stat) and reclaimd's own
   bool meminfo = false;
   bool machineRefaults = false;   // /proc/vmstat's workingset_refault_file
+  bool scan = false;              // every cgroup's cpu.stat, then reclaimd's own CPU time
   std::vector<CgroupKey> memory;  // each cgroup's memory.stat
   std::vector<ScopeId> pressure;  // each scope's pressure total
 
-  bool empty() const { return !cpu && !meminfo && !machineRefaults && memory.empty() && pressure.empty(); }
+  bool empty() const { return !cpu && !meminfo && !machineRefaults && !scan && memory.empty() && pressure.empty(); }
   bool operator==(const Reads&) const = default;
 };
 
 struct MemoryRead {
   CgroupKey cgroup;
   Result<MemoryReading> reading;
+};
+
+// A busy scan, and reclaimd's own CPU time read after it (the scan's reads are its own work).
+struct ScanRead {
+  Result<CgroupCpuScan> cgroups;
+  std::chrono::nanoseconds ownCpu{0};
 };
 
 struct PressureRead {
@@ -54,6 +61,7 @@ struct Readings {
   std::optional<std::chrono::nanoseconds> ownCpu;  // read with `cpu`
   std::optional<Result<proc::Meminfo>> meminfo;
   std::optional<Result<std::uint64_t>> machineRefaults;
+  std::optional<ScanRead> scan;
   std::vector<MemoryRead> memory;
   std::vector<PressureRead> pressure;
 

@@ -47,6 +47,8 @@ class Scope {
     why_ = std::move(why);
   }
   PressureFeed feed() const { return feed_; }
+  // Its file is read: opened, and not given up on.
+  bool readsTotals() const { return feed_ != PressureFeed::Off && feed_ != PressureFeed::Pending; }
   const std::string& why() const { return why_; }
   // Totals must be read on a sample: where no trigger wakes us, and while backed off (the
   // kernel sends one event per window; the calm period needs every window).

@@ -99,6 +99,12 @@ void writeReadings(LineWriter& w, const Readings& g) {
     w.word("-");
   writeReading(w, g.meminfo, [](LineWriter& x, const proc::Meminfo& m) { writeMeminfo(x, m); });
   writeReading(w, g.machineRefaults, [](LineWriter& x, std::uint64_t v) { x.u(v); });
+  if (g.scan) {
+    writeReading(w, std::optional(g.scan->cgroups), [](LineWriter& x, const CgroupCpuScan& s) { writeScan(x, s); });
+    w.ns(g.scan->ownCpu);
+  } else {
+    w.word("-");
+  }
   w.u(g.memory.size());
   for (const MemoryRead& m : g.memory) {
     w.s(m.cgroup.path).u(m.cgroup.inode);
@@ -134,6 +140,10 @@ Readings readReadings(LineReader& r) {
     g.ownCpu = r.ns();
   g.meminfo = readReading<proc::Meminfo>(r, [](LineReader& x) { return readMeminfo(x); });
   g.machineRefaults = readReading<std::uint64_t>(r, [](LineReader& x) { return x.u(); });
+  if (auto scan = readReading<CgroupCpuScan>(r, [](LineReader& x) { return readScan(x); })) {
+    const auto own = r.ns();
+    g.scan = ScanRead{std::move(*scan), own};
+  }
   const std::uint64_t memories = r.u(kMaxItems);
   for (std::uint64_t k = 0; k < memories && r.ok(); ++k) {
     CgroupKey c{r.s(), r.u()};
@@ -181,7 +191,7 @@ Input readInput(LineReader& r) {
 
 std::string readsText(const Reads& reads) {
   LineWriter w("reads");
-  w.b(reads.cpu).b(reads.meminfo).b(reads.machineRefaults).u(reads.memory.size());
+  w.b(reads.cpu).b(reads.meminfo).b(reads.machineRefaults).b(reads.scan).u(reads.memory.size());
   for (const CgroupKey& c : reads.memory)
     w.s(c.path).u(c.inode);
   w.u(reads.pressure.size());

@@ -40,6 +40,10 @@ Readings takeReadings(const Reads& reads, Sensors& in) {
   }
   if (reads.meminfo) got.meminfo = in.meminfo();
   if (reads.machineRefaults) got.machineRefaults = in.machineRefaults();
+  if (reads.scan) {
+    Result<CgroupCpuScan> cgroups = in.cgroupCpuScan();
+    got.scan = ScanRead{std::move(cgroups), in.ownCpu()};
+  }
   for (const CgroupKey& c : reads.memory)
     got.memory.push_back(MemoryRead{c, in.memory(c.ref())});
   for (const ScopeId scope : reads.pressure)

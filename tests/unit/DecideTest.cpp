@@ -110,6 +110,31 @@ TEST_F(DecideTest, ATickCarriesItsCpuReadingAndOneWithoutIsASkippedSample) {
   EXPECT_EQ(count("sample_skipped"), 0u) << "taken";
 }
 
+// The verdict says what else a turn reads: a busy machine's tick asks for a busy scan (and
+// nothing else of the tree) before the turn is planned; a quiet one asks for nothing.
+TEST_F(DecideTest, ABusyTicksVerdictAsksForAScanBeforeTheTurnIsPlanned) {
+  sim_.addCgroup("work", 100 * kMiB);
+  sim_.setMachineBusy(0.5);
+  start();
+  controller::Input input;
+  input.now = clock_.now();
+  input.tick = true;
+  input.readings = controller::takeReadings(controller::tickReads(), sim_);
+  const controller::Output out = engine_->decide(input, sim_);
+  EXPECT_FALSE(out.command.has_value());
+  EXPECT_FALSE(out.wake.has_value()) << "the turn goes on with the readings";
+  EXPECT_TRUE(out.read.scan);
+  EXPECT_TRUE(out.read.memory.empty());
+  EXPECT_TRUE(engine_->inTurn());
+  const int scans = sim_.reads["scan"];
+  controller::Input next;
+  next.now = clock_.now();
+  next.readings = controller::takeReadings(out.read, sim_);
+  EXPECT_EQ(sim_.reads["scan"], scans + 1);
+  const controller::Output planned = engine_->decide(next, sim_);
+  EXPECT_FALSE(planned.read.scan) << "scanned once";
+}
+
 // What the shell watches is what the engine has scopes for, each once, as targets come and go.
 TEST_F(DecideTest, TheWatchesFollowTheTargetsAsTheyComeAndGo) {
   auto watchedMatchesScopes = [&] {
