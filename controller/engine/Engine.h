@@ -84,11 +84,13 @@ class Engine {
   // clock's Unix time at that instant, and `when` renders an engine time as the wall-clock
   // text shown beside a last action.
   void fill(Status& status, TimePoint now, double unixNow, const std::function<std::string(TimePoint)>& when) const;
-  // The reclaimable figures of a filled status read afresh (the machine's above its floor, each
-  // target's above its own): the engine measures targets only while it may write to them, and a
-  // busy or warming-up machine's status would otherwise show what was there at the last step.
-  // A reading that fails leaves the engine's last figure.
-  void fillReclaimable(Status& status, Sensors& in) const;
+  // The reclaimable figures of a filled status from `readings` of statusReads(), taken when
+  // status is asked for (the machine's above its floor, each target's above its own): the engine
+  // measures targets only while it may write to them, and a busy or warming-up machine's status
+  // would otherwise show what was there at the last step. A reading that failed leaves the
+  // engine's last figure.
+  Reads statusReads() const;
+  void fillReclaimable(Status& status, const Readings& readings) const;
   // The label logs, status and metrics give a target's rule: its match text, "machine", "unit".
   std::string ruleLabel(const TargetState& t) const;
   const IdleVerdict& verdict() const { return idle_.verdict; }

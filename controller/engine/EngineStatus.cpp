@@ -32,10 +32,20 @@ std::string Engine::ruleLabel(const TargetState& t) const {
   return policy_.rules[static_cast<std::size_t>(t.gov.rule)].pattern.text();
 }
 
-void Engine::fillReclaimable(Status& s, Sensors& in) const {
-  // Unreadable when asked, a figure stays as the last turn measured it (a target's) or is left
-  // out (what waits), ignoring the error: status answers between turns, which say their own.
-  auto mem = in.meminfo();
+Reads Engine::statusReads() const {
+  Reads r;
+  r.meminfo = true;
+  for (const TargetState& t : targets_.all) {
+    if (!t.isRoot() && !t.gone) r.memory.push_back(CgroupKey{t.path, t.inode});
+  }
+  return r;
+}
+
+void Engine::fillReclaimable(Status& s, const Readings& readings) const {
+  // Unreadable when asked (or not read), a figure stays as the last turn measured it (a
+  // target's) or is left out (what waits), ignoring the error: status answers between turns,
+  // which say their own.
+  const Result<proc::Meminfo> mem = readingOr(readings.meminfo, "meminfo");
   if (mem) s.waitingBytes = above(mem->reclaimable(), policy_.reclaim.floor);
   for (TargetStatus& ts : s.targets) {
     const auto t = std::find_if(targets_.all.begin(), targets_.all.end(),
@@ -43,8 +53,8 @@ void Engine::fillReclaimable(Status& s, Sensors& in) const {
     if (t == targets_.all.end() || t->gone) continue;
     if (t->isRoot()) {
       if (mem) ts.reclaimableBytes = above(mem->reclaimable(), t->floor());
-    } else if (auto m = in.memory(t->ref())) {
-      ts.reclaimableBytes = above(m->reclaimable, t->floor());
+    } else if (const Result<MemoryReading>* m = readings.memoryOf(t->ref()); m && *m) {
+      ts.reclaimableBytes = above((*m)->reclaimable, t->floor());
     }
   }
 }

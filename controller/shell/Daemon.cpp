@@ -351,7 +351,7 @@ Status Daemon::snapshot(bool withProcess) const {
 
 Status Daemon::report() {
   Status s = snapshot(true);
-  if (sensors_) engine_.fillReclaimable(s, *sensors_);
+  if (sensors_) engine_.fillReclaimable(s, takeReadings(engine_.statusReads(), *sensors_));
   return s;
 }
 

@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "controller/operate/Status.h"
+#include "controller/shell/Turn.h"
 #include "tests/unit/EngineHarness.h"
 
 namespace reclaimd::testing {
@@ -25,7 +26,7 @@ class EngineStatusTest : public EngineHarness {
     engine_->fill(s, clock_.now(), 1000, [this](TimePoint at) {
       return std::to_string(std::chrono::duration_cast<std::chrono::seconds>(at - start_).count()) + "s";
     });
-    engine_->fillReclaimable(s, sim_);
+    engine_->fillReclaimable(s, controller::takeReadings(engine_->statusReads(), sim_));
     return s;
   }
   std::size_t atInfo(const std::string& name) const {
