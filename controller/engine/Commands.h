@@ -3,10 +3,12 @@
 // that fired with their totals, a pending stop) and gets an Output (at most one command to carry out, the reads to
 // take after it, events to log, and when a turn ends, when to wake). The shell carries the
 // command out, takes the reads, and calls decide again with both, until an Output asks for
-// neither. A tick's input carries the CPU times (tickReads()), and its verdict asks for a busy
-// scan and the machine's pressure total when it needs them; the rest of what a turn reads before
-// its first command (meminfo, the tree, the targets' files) is still pulled through Sensors
-// (Ports.h), only where a decision needs it, so a quiet tick reads /proc/stat alone.
+// neither. A turn is planned in phases (TurnPhase, EngineState.h), each asking for what the next
+// needs: a tick's input carries the CPU times (tickReads()); its verdict asks for a busy scan and
+// the machine's pressure total; the targets for their totals, then for their cache. What is left
+// (the tree walk, the cgroups' CPU, the meminfo an event line or a drop quotes) is still pulled
+// through Sensors (Ports.h), only where a decision needs it, so a quiet tick reads /proc/stat
+// alone.
 #pragma once
 
 #include <chrono>

@@ -139,14 +139,24 @@ Reads Engine::beginTurn(const Input& input, Sensors& in) {
   return k.asked;
 }
 
-Plan Engine::planTurn(const Input& input, Sensors& in) {
+Reads Engine::planTurn(const Input& input, Sensors& in) {
+  Tick& k = *turn_.tick;
+  switch (k.phase) {
+    case TurnPhase::Verdict: return afterVerdict(input, in);
+    case TurnPhase::TargetTotals:
+      k.phase = TurnPhase::Cache;
+      k.asked = gradualWork(input);
+      return k.asked.empty() ? finishPlan() : k.asked;
+    case TurnPhase::Cache: gradualPass(input, in); return finishPlan();
+    case TurnPhase::Planned: break;
+  }
+  return {};
+}
+
+Reads Engine::afterVerdict(const Input& input, Sensors& in) {
   Tick& k = *turn_.tick;
   const TimePoint now = k.at;
-  Plan plan;
-  if (!k.cpu) {
-    plan.wake = nextWake(now);
-    return plan;
-  }
+  if (!k.cpu) return finishPlan();
   if (k.asked.scan) {
     if (input.readings.scan && input.readings.scan->cgroups) {
       idle_.busy.add(now, k.cpu->total, input.readings.scan->ownCpu, *input.readings.scan->cgroups);
@@ -162,14 +172,22 @@ Plan Engine::planTurn(const Input& input, Sensors& in) {
               readingOr(input.readings.pressureOf(kMachineScope), "the machine's pressure total"));
   switch (mode_.mode) {
     case policies::Mode::Disabled: break;
-    case policies::Mode::DropCache: dropCacheTurn(now, in, plan); break;
+    case policies::Mode::DropCache: dropCacheTurn(now, in, k.plan); break;
     case policies::Mode::Gradual:
-      gradualTurn(now, in, plan);
-      summarizeTrims(now);
-      break;
+      k.phase = TurnPhase::TargetTotals;
+      k.asked = gradualTargets(now, in);
+      return k.asked;
   }
-  plan.wake = nextWake(now);
-  return plan;
+  return finishPlan();
+}
+
+Reads Engine::finishPlan() {
+  Tick& k = *turn_.tick;
+  if (mode_.mode == policies::Mode::Gradual && k.cpu) summarizeTrims(k.at);
+  k.plan.wake = nextWake(k.at);
+  k.gradual = mode_.mode == policies::Mode::Gradual;
+  k.phase = TurnPhase::Planned;
+  return {};
 }
 
 void Engine::observeCpu(Sensors& in, const CpuSample& sample) {

@@ -1,10 +1,10 @@
 // The engine: every decision reclaimd makes, as one pure core.
 //
 // The shell calls decide() (Commands.h) when the timer fires, when a PSI trigger fires, and after
-// each command it carried out; the engine pulls the readings its decisions need through Sensors
-// (Ports.h; a quiet tick reads /proc/stat and nothing else) and answers with the next command:
-// a chunk of a step to write, caches to drop, memory to compact, a pressure scope to watch or
-// forget, the kernel to probe again. Its state is a few plain structs (EngineState.h), one per
+// each command it carried out; the engine answers with the next command (a chunk of a step to
+// write, caches to drop, memory to compact, a pressure scope to watch or forget, the kernel to
+// probe again) and the reads its next decision needs (Readings.h; a quiet tick reads /proc/stat
+// and nothing else). What it does not ask for yet it pulls through Sensors (Ports.h). Its state is a few plain structs (EngineState.h), one per
 // part of the law: the machine's idleness, the targets, pressure, the turn in progress, the
 // counters, and what the log has already said. It makes no syscall, reads no clock and logs
 // nothing itself: what it has to say comes back as Events the shell logs.
@@ -122,8 +122,12 @@ class Engine {
   // to read before the turn is planned (a busy scan when one is due, the machine's pressure
   // total where it is read on samples).
   Reads beginTurn(const Input& input, Sensors& in);
-  // The rest of the turn, with those readings: targets, measurements, the plan.
-  Plan planTurn(const Input& input, Sensors& in);
+  // The turn's planning, one phase a call (TurnPhase): takes what the phase before asked to
+  // read, and answers what the next needs read; the plan is done at TurnPhase::Planned.
+  Reads planTurn(const Input& input, Sensors& in);
+  Reads afterVerdict(const Input& input, Sensors& in);
+  // The plan is done: when to wake, and what trimming says.
+  Reads finishPlan();
   // After an EINVAL from memory.reclaim: the probe again. When it still believes in the format
   // the kernel just refused, reclaimd stops sending it: dropcache without rules, nothing with.
   void reprobed(const Capabilities& caps);
@@ -173,14 +177,26 @@ class Engine {
   TargetState newTarget(std::string path, std::uint64_t inode, const policies::Governance& gov, TimePoint now);
   void sampleCgroupCpu(TimePoint now, Sensors& in);
   void judgeTargets(TimePoint now);
-  void measureTargets(TimePoint now, Sensors& in, const proc::Meminfo& mem);
+  // Each measured target's cache from `memoryOf`, the root's from `mem` and `machineRefaults`
+  // (none: not read, when no root is measured).
+  void measureTargets(TimePoint now, const proc::Meminfo& mem,
+                      const std::optional<Result<std::uint64_t>>& machineRefaults,
+                      const std::function<Result<MemoryReading>(const TargetState&)>& memoryOf);
+  bool rootMeasured(TimePoint now) const;
   void targetGone(TargetState& t);
   void readFailed(TargetState& t, const Error& error);
   void unaccounted(TargetState& t, const Error& error);
   TargetState* find(std::uint32_t id);
 
-  // EngineGradual.cpp: the pass.
-  void gradualTurn(TimePoint now, Sensors& in, Plan& plan);
+  // EngineGradual.cpp: the pass, in the turn's phases. The walk, units, their CPU and whether
+  // each target is idle; answers the targets' pressure totals to read.
+  Reads gradualTargets(TimePoint now, Sensors& in);
+  // With those totals: whether the pass has work; answers the cache to measure (none: done).
+  Reads gradualWork(const Input& input);
+  // With the cache measured: the plan (a walk again first when it is about to write).
+  void gradualPass(const Input& input, Sensors& in);
+  // Measured this turn: a target that may be written to or is watched for refaults.
+  bool measures(const TargetState& t, TimePoint now) const;
   std::vector<PlannedShare> planPass(const proc::Meminfo& mem, TimePoint now) const;
   void dryRunShares(const std::vector<PlannedShare>& shares, TimePoint now);
   void settleStep(TargetState& t, const StepOutcome& step, bool pressed, TimePoint now);

@@ -15,7 +15,8 @@ const char* commandName(const Command& command) {
 // A tick, top to bottom: the result of the command given last is taken in with the readings
 // taken after it, then the pressure events that fired; a timer's input begins a turn (its CPU
 // times judge idleness, and the verdict asks for what else the turn needs read); with those
-// readings the turn is planned (walk and measure the targets, plan the pass); then come the
+// readings the turn is planned, phase by phase (the targets and their pressure totals, then their
+// cache, then the pass); then come the
 // turn's commands one at a time (tickCommand), each with the reads its result needs, then the
 // scopes to watch or forget; when nothing is left to do or read the turn is over and the shell
 // is told when to wake.
@@ -25,12 +26,11 @@ Output Engine::decide(const Input& input, Sensors& in) {
     pressureEvent(e, input.now);
   Output out;
   if (input.tick && !turn_.tick) out.read = beginTurn(input, in);
-  if (turn_.tick && !turn_.tick->planned && out.read.empty()) {
-    turn_.tick->plan = planTurn(input, in);
-    turn_.tick->gradual = mode_.mode == policies::Mode::Gradual;
-    turn_.tick->planned = true;
-  }
-  if (turn_.tick && turn_.tick->planned) tickCommand(input, in, out);
+  // Each phase of planning takes what the one before asked for; one that asks for nothing is
+  // followed by the next in the same decide.
+  while (turn_.tick && turn_.tick->phase != TurnPhase::Planned && out.read.empty())
+    out.read = planTurn(input, in);
+  if (turn_.tick && turn_.tick->phase == TurnPhase::Planned) tickCommand(input, in, out);
   if (!asks(out)) out.command = watchCommand();
   if (!asks(out) && turn_.tick) {
     out.wake = turn_.tick->plan.wake;

@@ -11,36 +11,57 @@ namespace reclaimd::controller {
 
 using namespace std::chrono;
 
-void Engine::gradualTurn(TimePoint now, Sensors& in, Plan& plan) {
+Reads Engine::gradualTargets(TimePoint now, Sensors& in) {
   ensureTargets(now, in, false);
   if (idle_.busy.newestAt() && idle_.busy.newestAt() != targets_.unitsJudgedAt) judgeUnits(now, in);
   sampleCgroupCpu(now, in);
   judgeTargets(now);
+  Reads totals;
   for (TargetState& t : targets_.all) {
     if (t.active() || trimDue(t, now)) ensureScope(t);
-    if (!t.scope) continue;
+    if (!t.scope || !t.scope->readsTotals()) continue;
     if ((t.active() && t.scope->feed() == PressureFeed::Polling) || t.scope->backoff().active())
-      samplePressure(*t.scope, t.id, now, in);
+      totals.pressure.push_back(t.id);
   }
-  const bool trims =
+  return totals;
+}
+
+Reads Engine::gradualWork(const Input& input) {
+  Tick& k = *turn_.tick;
+  const TimePoint now = k.at;
+  for (const ScopeId id : k.asked.pressure) {
+    TargetState* t = find(id);  // gone meanwhile: its total says nothing
+    if (t && t->scope) takeTotal(*t->scope, id, now, readingOr(input.readings.pressureOf(id), "a pressure total"));
+  }
+  k.trims =
       std::any_of(targets_.all.begin(), targets_.all.end(), [&](const TargetState& t) { return trimDue(t, now); });
-  const bool work = trims || std::any_of(targets_.all.begin(), targets_.all.end(),
-                                         [](const TargetState& t) { return t.active() || t.refaults.watching(); });
-  if (!work) return;
+  const bool work = k.trims || std::any_of(targets_.all.begin(), targets_.all.end(),
+                                           [](const TargetState& t) { return t.active() || t.refaults.watching(); });
+  if (!work) return {};
   // At the floors with nothing to watch, the cache is looked at again only every
   // kRecheckAtFloor: a quiet tick reads /proc/stat alone.
-  if (!trims && targets_.restUntil && now < *targets_.restUntil &&
+  if (!k.trims && targets_.restUntil && now < *targets_.restUntil &&
       std::none_of(targets_.all.begin(), targets_.all.end(), [](const TargetState& t) {
         return t.refaults.watching() || (t.scope && t.scope->backoff().active());
       }))
-    return;
+    return {};
   targets_.restUntil.reset();
-  auto mem = in.meminfo();
-  if (!mem) {
-    sampleError(mem.error(), now);
-    return;
+  Reads cache;
+  cache.meminfo = true;
+  cache.machineRefaults = rootMeasured(now);
+  for (const TargetState& t : targets_.all) {
+    if (!t.isRoot() && measures(t, now)) cache.memory.push_back(CgroupKey{t.path, t.inode});
   }
-  measureTargets(now, in, *mem);
+  return cache;
+}
+
+void Engine::gradualPass(const Input& input, Sensors& in) {
+  Tick& k = *turn_.tick;
+  const TimePoint now = k.at;
+  const Result<proc::Meminfo> mem = readingOr(input.readings.meminfo, "meminfo");
+  if (!mem) return sampleError(mem.error(), now);
+  measureTargets(now, *mem, input.readings.machineRefaults,
+                 [&](const TargetState& t) { return readingOr(input.readings.memoryOf(t.ref()), "memory.stat"); });
   pruneUnits();
   std::vector<PlannedShare> shares = planPass(*mem, now);
   // About to write: the decomposition must be from this turn, so a cgroup created since the
@@ -49,7 +70,8 @@ void Engine::gradualTurn(TimePoint now, Sensors& in, Plan& plan) {
   if (!shares.empty() && !policy_.rules.empty() && targets_.lastWalk != now) {
     if (!walk(now, in)) return;  // without a fresh walk nothing is written
     judgeTargets(now);
-    measureTargets(now, in, *mem);
+    measureTargets(now, *mem, rootMeasured(now) ? std::optional(in.machineRefaults()) : std::nullopt,
+                   [&](const TargetState& t) { return in.memory(t.ref()); });
     pruneUnits();
     shares = planPass(*mem, now);
   }
@@ -59,14 +81,11 @@ void Engine::gradualTurn(TimePoint now, Sensors& in, Plan& plan) {
     const bool backedOff = (pressure_.machine && pressure_.machine->backoff().active()) ||
                            std::any_of(targets_.all.begin(), targets_.all.end(),
                                        [](const TargetState& t) { return t.scope && t.scope->backoff().active(); });
-    if (!backedOff && !trims) targets_.restUntil = now + kRecheckAtFloor;
+    if (!backedOff && !k.trims) targets_.restUntil = now + kRecheckAtFloor;
     return;
   }
-  if (setup_.dryRun) {
-    dryRunShares(shares, now);
-    return;
-  }
-  plan.shares = std::move(shares);
+  if (setup_.dryRun) return dryRunShares(shares, now);
+  k.plan.shares = std::move(shares);
 }
 
 std::vector<PlannedShare> Engine::planPass(const proc::Meminfo& mem, TimePoint now) const {

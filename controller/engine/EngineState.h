@@ -49,18 +49,27 @@ struct Plan {
   TimePoint wake{};  // the next turn, unless an event comes first
 };
 
-// A turn in progress: what its verdict asked to read, its plan, and how far the commands that
+// How far a turn's planning has gone: each phase takes what the one before asked to read.
+enum class TurnPhase {
+  Verdict,       // the verdict's readings: the busy scan, the machine's total (then the targets)
+  TargetTotals,  // the targets' pressure totals (then whether the pass has work)
+  Cache,         // the machine's and the targets' cache (then the plan)
+  Planned,
+};
+
+// A turn in progress: what its planning asked to read, its plan, and how far the commands that
 // carry it out have gone.
 struct Tick {
   TimePoint at{};                 // the timer's time: the whole turn is judged at it
   std::optional<CpuReading> cpu;  // the tick's CPU times (none: the sample was skipped)
-  Reads asked;                    // read before the turn is planned (beginTurn)
-  bool planned = false;
+  TurnPhase phase = TurnPhase::Verdict;
+  Reads asked;         // by the phase before this one
+  bool trims = false;  // a probe is due this turn
   Plan plan;
   bool gradual = false;    // the mode when the turn began (a re-probe may change it)
   bool dropAsked = false;  // dropcache: the drop, then the compaction after it
   bool compactAsked = false;
-  std::optional<std::uint64_t> dropBefore;                 // the machine's reclaimable bytes before the drop
+  std::optional<std::uint64_t> dropBefore;      // the machine's reclaimable bytes before the drop
   std::size_t share = 0;                        // gradual: the share being written, or the next one
   std::optional<StepRun> step;                  // ... its step
   bool pressed = false;                         // the step stopped for pressure

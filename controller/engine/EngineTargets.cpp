@@ -209,17 +209,26 @@ void Engine::judgeTargets(TimePoint now) {
   }
 }
 
-void Engine::measureTargets(TimePoint now, Sensors& in, const proc::Meminfo& mem) {
-  // The machine's refaults (/proc/vmstat) only when the root is measured: they keep its
-  // pre-step rate current and feed its refault watch.
-  const bool rootMeasured = std::any_of(targets_.all.begin(), targets_.all.end(), [&](const TargetState& t) {
-    return t.isRoot() && t.gov.pressure.enabled && (t.active() || t.refaults.watching() || trimDue(t, now));
-  });
+bool Engine::measures(const TargetState& t, TimePoint now) const {
+  return !t.gone && (t.active() || t.refaults.watching() || trimDue(t, now));
+}
+
+// The machine's refaults (/proc/vmstat) are read only when the root is measured: they keep its
+// pre-step rate current and feed its refault watch.
+bool Engine::rootMeasured(TimePoint now) const {
+  return std::any_of(targets_.all.begin(), targets_.all.end(),
+                     [&](const TargetState& t) { return t.isRoot() && t.gov.pressure.enabled && measures(t, now); });
+}
+
+void Engine::measureTargets(TimePoint now, const proc::Meminfo& mem,
+                            const std::optional<Result<std::uint64_t>>& machineRefaults,
+                            const std::function<Result<MemoryReading>(const TargetState&)>& memoryOf) {
   pressure_.machineRefaults.reset();
-  if (rootMeasured) {
+  if (rootMeasured(now)) {
     // Unreadable, the root's refault check is skipped this turn, ignoring the error: its watch
     // and rate wait for the next reading.
-    if (auto r = in.machineRefaults())
+    const Result<std::uint64_t> r = readingOr(machineRefaults, "/proc/vmstat");
+    if (r)
       pressure_.machineRefaults = *r;
     else
       sampleError(r.error(), now);
@@ -228,7 +237,7 @@ void Engine::measureTargets(TimePoint now, Sensors& in, const proc::Meminfo& mem
     t.measured.reset();
     // A target whose step is being watched for refaults is measured even when it is no longer
     // idle: the work coming back is exactly what the watch is for.
-    if (t.gone || !(t.active() || t.refaults.watching() || trimDue(t, now))) continue;
+    if (!measures(t, now)) continue;
     if (t.isRoot()) {
       // Unreadable refaults stand at 0 here and judge nothing: checkRefaults() is skipped.
       t.measured = MemoryReading{mem.reclaimable(), pressure_.machineRefaults.value_or(0)};
@@ -236,7 +245,7 @@ void Engine::measureTargets(TimePoint now, Sensors& in, const proc::Meminfo& mem
       if (pressure_.machineRefaults) checkRefaults(t, now);
       continue;
     }
-    auto m = in.memory(t.ref());
+    const Result<MemoryReading> m = memoryOf(t);
     if (!m) {
       readFailed(t, m.error());
       continue;

@@ -135,6 +135,31 @@ TEST_F(DecideTest, ABusyTicksVerdictAsksForAScanBeforeTheTurnIsPlanned) {
   EXPECT_FALSE(planned.read.scan) << "scanned once";
 }
 
+// A turn with work measures its targets from one read: the machine's meminfo and each measured
+// target's memory.stat, asked for together, before the first chunk.
+TEST_F(DecideTest, ATurnWithWorkAsksForItsTargetsCacheInOneRead) {
+  sim_.addCgroup("app.slice", 600 * kMiB);
+  start("rules:\n  - match: app.slice\n    floor: 64M\n");
+  run(119s);
+  ASSERT_TRUE(sim_.writes().empty());
+  controller::Input input;
+  input.now = clock_.now() + 2s;
+  clock_.set(input.now);
+  input.tick = true;
+  input.readings = controller::takeReadings(controller::tickReads(), sim_);
+  controller::Output out = engine_->decide(input, sim_);
+  for (int i = 0; i < 3 && !out.command && !out.read.meminfo; ++i) {
+    controller::Input next;
+    next.now = clock_.now();
+    next.readings = controller::takeReadings(out.read, sim_);
+    out = engine_->decide(next, sim_);
+  }
+  ASSERT_TRUE(out.read.meminfo) << "the cache is read before the plan";
+  EXPECT_FALSE(out.command.has_value());
+  ASSERT_EQ(out.read.memory.size(), 1u);
+  EXPECT_EQ(out.read.memory[0].path, "app.slice");
+}
+
 // What the shell watches is what the engine has scopes for, each once, as targets come and go.
 TEST_F(DecideTest, TheWatchesFollowTheTargetsAsTheyComeAndGo) {
   auto watchedMatchesScopes = [&] {
