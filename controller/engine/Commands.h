@@ -4,11 +4,11 @@
 // take after it, events to log, and when a turn ends, when to wake). The shell carries the
 // command out, takes the reads, and calls decide again with both, until an Output asks for
 // neither. A turn is planned in phases (TurnPhase, EngineState.h), each asking for what the next
-// needs: a tick's input carries the CPU times (tickReads()); its verdict asks for a busy scan and
-// the machine's pressure total; the targets for their totals, then for their cache. What is left
-// (the tree walk, the cgroups' CPU, the meminfo an event line or a drop quotes) is still pulled
-// through Sensors (Ports.h), only where a decision needs it, so a quiet tick reads /proc/stat
-// alone.
+// needs: a tick's input carries the CPU times (tickReads()); its verdict asks for a busy scan,
+// the machine's pressure total and the meminfo its lines quote; the targets for their totals,
+// then for their cache; a drop for meminfo around it. What is left (the tree walk, a quiet
+// cgroup's memory.stat, the cgroups' CPU, the walk again before a write) is still pulled through
+// Sensors (Ports.h), only where a decision needs it, so a quiet tick reads /proc/stat alone.
 #pragma once
 
 #include <chrono>

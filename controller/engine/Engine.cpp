@@ -120,77 +120,7 @@ void Engine::reprobed(const Capabilities& caps) {
   if (mode_ == was) fallBack();
 }
 
-Reads Engine::beginTurn(const Input& input, Sensors& in) {
-  Tick& k = turn_.tick.emplace();
-  k.at = input.now;
-  // Every tick carries the CPU times (tickReads()); a tick without them is a skipped sample too.
-  const Result<CpuReading> cpu = readingOr(input.readings.cpu, "the CPU times");
-  if (!cpu) {
-    // A malformed sample is skipped; the windows keep their history.
-    sampleError(cpu.error(), k.at);
-    return {};
-  }
-  k.cpu = *cpu;
-  observeCpu(in, CpuSample{k.at, cpu->busy, cpu->total, input.readings.ownCpu.value_or(0ns), cpu->cpus});
-  if (mode_.mode == policies::Mode::Disabled) return {};
-  k.asked.scan = !idle_.verdict.idle() && idle_.busy.due(k.at);
-  if (pressure_.machine && pressure_.machine->needsTotals() && pressure_.machine->readsTotals())
-    k.asked.pressure.push_back(kMachineScope);
-  return k.asked;
-}
-
-Reads Engine::planTurn(const Input& input, Sensors& in) {
-  Tick& k = *turn_.tick;
-  switch (k.phase) {
-    case TurnPhase::Verdict: return afterVerdict(input, in);
-    case TurnPhase::TargetTotals:
-      k.phase = TurnPhase::Cache;
-      k.asked = gradualWork(input);
-      return k.asked.empty() ? finishPlan() : k.asked;
-    case TurnPhase::Cache: gradualPass(input, in); return finishPlan();
-    case TurnPhase::Planned: break;
-  }
-  return {};
-}
-
-Reads Engine::afterVerdict(const Input& input, Sensors& in) {
-  Tick& k = *turn_.tick;
-  const TimePoint now = k.at;
-  if (!k.cpu) return finishPlan();
-  if (k.asked.scan) {
-    if (input.readings.scan && input.readings.scan->cgroups) {
-      idle_.busy.add(now, k.cpu->total, input.readings.scan->ownCpu, *input.readings.scan->cgroups);
-    } else {
-      // No tree to scan (cgroup v1) or an unreadable root: no cgroup is named as keeping the
-      // machine busy, ignoring the error (on v1 it is every scan's); the next try waits a period.
-      idle_.busy.failed(now);
-    }
-  }
-  sayWhyHeld(now, in);
-  if (!k.asked.pressure.empty() && pressure_.machine)
-    takeTotal(*pressure_.machine, kMachineScope, now,
-              readingOr(input.readings.pressureOf(kMachineScope), "the machine's pressure total"));
-  switch (mode_.mode) {
-    case policies::Mode::Disabled: break;
-    case policies::Mode::DropCache: dropCacheTurn(now, in, k.plan); break;
-    case policies::Mode::Gradual:
-      k.phase = TurnPhase::TargetTotals;
-      k.asked = gradualTargets(now, in);
-      return k.asked;
-  }
-  return finishPlan();
-}
-
-Reads Engine::finishPlan() {
-  Tick& k = *turn_.tick;
-  if (mode_.mode == policies::Mode::Gradual && k.cpu) summarizeTrims(k.at);
-  k.plan.wake = nextWake(k.at);
-  k.gradual = mode_.mode == policies::Mode::Gradual;
-  k.phase = TurnPhase::Planned;
-  return {};
-}
-
-void Engine::observeCpu(Sensors& in, const CpuSample& sample) {
+void Engine::observeCpu(const CpuSample& sample) {
   idle_.verdict = idle_.detector.add(sample);
   for (auto& d : idle_.rules)
     d.verdict = d.detector.add(sample);
@@ -202,17 +132,7 @@ void Engine::observeCpu(Sensors& in, const CpuSample& sample) {
         .add("interval_busy_pct", v.intervalPercent, 3);
     idle_.period = PeriodState{};
   }
-  if (v.periodStarted) {
-    ++counters_.idlePeriods;
-    // Unreadable, the period starts all the same and the line says "?" for what waits; the
-    // failed read is a skipped sample like any other.
-    auto mem = in.meminfo();
-    if (!mem) sampleError(mem.error(), sample.at);
-    emit(Severity::Info, "idle_entered")
-        .add("window_busy_pct", v.windowPercent, 3)
-        .add("interval_busy_pct", v.intervalPercent, 3)
-        .add("reclaimable_mib", mem ? formatMiB(mem->reclaimable()) : "?");
-  }
+  if (v.periodStarted) ++counters_.idlePeriods;  // said with the meminfo it asks for (sayIdleEntered)
   if (!v.idle() && setup_.traceTicks) {
     emit(Severity::Trace, "tick")
         .add("state", toString(v.state))
@@ -223,28 +143,33 @@ void Engine::observeCpu(Sensors& in, const CpuSample& sample) {
 
 // Why memory is still held, said at info at most once a minute and only when the answer (the
 // detector's state) changes: a busy machine otherwise logs nothing for as long as it is busy.
-void Engine::sayWhyHeld(TimePoint now, Sensors& in) {
+bool Engine::heldLineDue(TimePoint now) {
   if (mode_.mode == policies::Mode::Disabled || idle_.verdict.idle()) {
     said_.held.reset();
-    return;
+    return false;
   }
-  if (said_.held && now - said_.heldAt < kHeldEvery) return;  // first: the check runs every tick
+  if (said_.held && now - said_.heldAt < kHeldEvery) return false;  // first: the check runs every tick
   // The answer: the state and the cgroups named (not their shares, which move every scan).
-  const auto busy = idle_.busy.top(kBusyTop, now);
   std::string names;
-  for (const BusyCgroup& b : busy)
+  for (const BusyCgroup& b : idle_.busy.top(kBusyTop, now))
     names += b.path + "\n";
   const bool same = said_.held && *said_.held == idle_.verdict.state && said_.heldNames == names;
-  if (said_.held && (same || now - said_.heldAt < kHeldEvery)) return;
-  const auto warmupShare = idle_.detector.heldBusyPercent();
-  if (idle_.verdict.state == IdleState::Warmup && !warmupShare) return;  // one sample says nothing yet
+  if (said_.held && same) return false;
+  // One sample says nothing yet.
+  return idle_.verdict.state != IdleState::Warmup || idle_.detector.heldBusyPercent().has_value();
+}
+
+void Engine::sayWhyHeld(TimePoint now, const Result<proc::Meminfo>& mem) {
+  const auto busy = idle_.busy.top(kBusyTop, now);
   said_.held = idle_.verdict.state;
-  said_.heldNames = std::move(names);
+  said_.heldNames.clear();
+  for (const BusyCgroup& b : busy)
+    said_.heldNames += b.path + "\n";
   said_.heldAt = now;
-  // Unreadable, the line goes without waiting_mib, the failed read a skipped sample (read first:
+  // Unreadable, the line goes without waiting_mib, the failed read a skipped sample (said first:
   // that event must not come between the line and its fields).
-  auto mem = in.meminfo();
   if (!mem) sampleError(mem.error(), now);
+  const auto warmupShare = idle_.detector.heldBusyPercent();
   Event& e = emit(Severity::Info, "held");
   e.add("state", toString(idle_.verdict.state))
       .add("busy_pct", idle_.verdict.state == IdleState::Warmup ? warmupShare.value_or(0) : idle_.verdict.windowPercent,
@@ -262,7 +187,17 @@ void Engine::sayWhyHeld(TimePoint now, Sensors& in) {
   e.add("trim", trimming ? "on" : "off").mib("trimmed_mib", counters_.trimmed);
 }
 
-void Engine::dropCacheTurn(TimePoint now, Sensors& in, Plan& plan) {
+void Engine::sayIdleEntered(TimePoint now, const Result<proc::Meminfo>& mem) {
+  // Unreadable, the period starts all the same and the line says "?" for what waits; the failed
+  // read is a skipped sample like any other.
+  if (!mem) sampleError(mem.error(), now);
+  emit(Severity::Info, "idle_entered")
+      .add("window_busy_pct", idle_.verdict.windowPercent, 3)
+      .add("interval_busy_pct", idle_.verdict.intervalPercent, 3)
+      .add("reclaimable_mib", mem ? formatMiB(mem->reclaimable()) : "?");
+}
+
+void Engine::dropCacheTurn(Plan& plan) {
   const bool pressed = pressure_.machine && pressure_.machine->backoff().active();
   const DropPlan drop = decideDrop(idle_.verdict, idle_.period, pressed, compact_);
   if (idle_.verdict.idle() && pressed && !idle_.period.dropped && !std::exchange(said_.dropPaused, true))
@@ -270,21 +205,20 @@ void Engine::dropCacheTurn(TimePoint now, Sensors& in, Plan& plan) {
   if (!drop.dropCache) return;
   said_.dropPaused = false;
   idle_.period.dropped = true;
-  if (setup_.dryRun) {
-    // Unreadable, the would-be drop is said with "?" and adds nothing to what would have been
-    // reclaimed (a figure is not made up); the failed read is a skipped sample.
-    auto mem = in.meminfo();
-    if (!mem) sampleError(mem.error(), now);
-    emit(Severity::Info, "dropcache")
-        .add("dry_run", true)
-        .add("reclaimable_mib", mem ? formatMiB(mem->reclaimable()) : "?");
-    if (mem) counters_.wouldReclaim += mem->reclaimable();
-    note(nullptr, "would drop caches", now);
-    if (drop.compact) wantsCompaction(0);
-    return;
-  }
-  plan.dropCache = true;
+  plan.dropCache = true;  // a dry run says what it would drop, with the meminfo read first
   plan.compactAfterDrop = drop.compact;
+}
+
+// A dry run's drop: what it would free.
+void Engine::wouldDrop(const Result<proc::Meminfo>& mem, TimePoint now) {
+  // Unreadable, the would-be drop is said with "?" and adds nothing to what would have been
+  // reclaimed (a figure is not made up); the failed read is a skipped sample.
+  if (!mem) sampleError(mem.error(), now);
+  emit(Severity::Info, "dropcache")
+      .add("dry_run", true)
+      .add("reclaimable_mib", mem ? formatMiB(mem->reclaimable()) : "?");
+  if (mem) counters_.wouldReclaim += mem->reclaimable();
+  note(nullptr, "would drop caches", now);
 }
 
 void Engine::dropped(const Result<void>& result, std::optional<std::uint64_t> before,

@@ -4,9 +4,9 @@
 // each command it carried out; the engine answers with the next command (a chunk of a step to
 // write, caches to drop, memory to compact, a pressure scope to watch or forget, the kernel to
 // probe again) and the reads its next decision needs (Readings.h; a quiet tick reads /proc/stat
-// and nothing else). What it does not ask for yet it pulls through Sensors (Ports.h). Its state is a few plain structs (EngineState.h), one per
-// part of the law: the machine's idleness, the targets, pressure, the turn in progress, the
-// counters, and what the log has already said. It makes no syscall, reads no clock and logs
+// and nothing else). What it does not ask for yet it pulls through Sensors (Ports.h). Its state
+// is a few plain structs (EngineState.h), one per part of the law: the machine's idleness, the
+// targets, pressure, the turn in progress, the counters, and what the log has already said. It makes no syscall, reads no clock and logs
 // nothing itself: what it has to say comes back as Events the shell logs.
 #pragma once
 
@@ -105,7 +105,7 @@ class Engine {
   // EngineDecide.cpp: the commands of a tick, and what their results change.
   // Each gives what `out` asks of the shell (a command, reads); true when it gave something.
   void absorb(const Input& input);
-  bool tickCommand(const Input& input, Sensors& in, Output& out);
+  bool tickCommand(const Input& input, Output& out);
   bool nextChunk(const Input& input, Output& out);
   bool endStep(const Input& input, Output& out);
   void chunkResult(const cgroup::ReclaimWrite& write, const Input& input);
@@ -117,15 +117,17 @@ class Engine {
   std::deque<Command> watchChanges() const;
   std::vector<ScopeView> scopes() const;
 
-  // Engine.cpp: the turn, idle detection, dropcache, waking.
+  // EngineTurn.cpp: the turn's planning. Engine.cpp: idle detection, dropcache, waking.
   // The turn's first phase: the tick's CPU times judge idleness, and the verdict says what else
   // to read before the turn is planned (a busy scan when one is due, the machine's pressure
   // total where it is read on samples).
-  Reads beginTurn(const Input& input, Sensors& in);
+  Reads beginTurn(const Input& input);
   // The turn's planning, one phase a call (TurnPhase): takes what the phase before asked to
   // read, and answers what the next needs read; the plan is done at TurnPhase::Planned.
   Reads planTurn(const Input& input, Sensors& in);
   Reads afterVerdict(const Input& input, Sensors& in);
+  // The mode's part of the turn (dropcache's drop, gradual's targets and pass).
+  Reads planMode(Sensors& in);
   // The plan is done: when to wake, and what trimming says.
   Reads finishPlan();
   // After an EINVAL from memory.reclaim: the probe again. When it still believes in the format
@@ -158,11 +160,15 @@ class Engine {
   void setFeed(ScopeId id, PressureFeed feed, std::string why, bool gone = false);
   // A PSI trigger fired (or its cgroup was removed).
   void pressureEvent(const ScopeEvent& event, TimePoint now);
-  void observeCpu(Sensors& in, const CpuSample& sample);
+  void observeCpu(const CpuSample& sample);
+  void sayIdleEntered(TimePoint now, const Result<proc::Meminfo>& mem);
   void applyRuleDetectors();
   const IdleVerdict& systemVerdict(const policies::IdleSettings& idle) const;
-  void dropCacheTurn(TimePoint now, Sensors& in, Plan& plan);
-  void sayWhyHeld(TimePoint now, Sensors& in);
+  void dropCacheTurn(Plan& plan);
+  void wouldDrop(const Result<proc::Meminfo>& mem, TimePoint now);
+  // Whether the line that says why memory is held is due now; then it is said with `mem`.
+  bool heldLineDue(TimePoint now);
+  void sayWhyHeld(TimePoint now, const Result<proc::Meminfo>& mem);
   TimePoint nextWake(TimePoint now) const;
   void sampleError(const Error& error, TimePoint now);
   void note(TargetState* t, std::string what, TimePoint now);
@@ -234,8 +240,7 @@ class Engine {
   // EnginePressure.cpp: scopes, totals, backoff, refaults.
   void ensureScope(TargetState& t);
   Scope* scopeById(ScopeId id);
-  // Reads the scope's total (where its file is read) and takes it.
-  void samplePressure(Scope& scope, ScopeId id, TimePoint now, Sensors& in);
+  // Takes a total of the scope's pressure file, read at `now`.
   void takeTotal(Scope& scope, ScopeId id, TimePoint now, const Result<std::uint64_t>& total);
   void reportPressure(Scope& scope, TimePoint now, const char* source);
   void checkRefaults(TargetState& t, TimePoint now);

@@ -25,12 +25,12 @@ Output Engine::decide(const Input& input, Sensors& in) {
   for (const ScopeEvent& e : input.pressure)
     pressureEvent(e, input.now);
   Output out;
-  if (input.tick && !turn_.tick) out.read = beginTurn(input, in);
+  if (input.tick && !turn_.tick) out.read = beginTurn(input);
   // Each phase of planning takes what the one before asked for; one that asks for nothing is
   // followed by the next in the same decide.
   while (turn_.tick && turn_.tick->phase != TurnPhase::Planned && out.read.empty())
     out.read = planTurn(input, in);
-  if (turn_.tick && turn_.tick->phase == TurnPhase::Planned) tickCommand(input, in, out);
+  if (turn_.tick && turn_.tick->phase == TurnPhase::Planned) tickCommand(input, out);
   if (!asks(out)) out.command = watchCommand();
   if (!asks(out) && turn_.tick) {
     out.wake = turn_.tick->plan.wake;
@@ -44,17 +44,29 @@ Output Engine::decide(const Input& input, Sensors& in) {
 // dropcache: the drop, then the compaction after it. gradual: each share as a step of chunks,
 // then the compaction a pass that freed memory asks for. A pending stop ends the turn before
 // its next write or compaction.
-bool Engine::tickCommand(const Input& input, Sensors& in, Output& out) {
+bool Engine::tickCommand(const Input& input, Output& out) {
   Tick& k = *turn_.tick;
-  if (k.plan.dropCache && !std::exchange(k.dropAsked, true)) {
-    // Unreadable, the drop goes ahead, ignoring the error: only what it freed goes unsaid.
-    if (auto before = in.meminfo())
-      k.dropBefore = before->reclaimable();
-    else
-      sampleError(before.error(), input.now);
-    out.command = DropCaches{};
-    out.read.meminfo = true;  // what the drop freed
-    return true;
+  if (k.plan.dropCache && !k.dropAsked) {
+    // What a drop frees is the machine's cache before it less after it: meminfo first.
+    if (!std::exchange(k.dropMeasuring, true)) {
+      out.read.meminfo = true;
+      return true;
+    }
+    k.dropAsked = true;
+    const Result<proc::Meminfo> before = readingOr(input.readings.meminfo, "meminfo");
+    if (setup_.dryRun) {
+      wouldDrop(before, k.at);
+      if (std::exchange(k.plan.compactAfterDrop, false)) wantsCompaction(0);  // says it, answers false
+    } else {
+      // Unreadable, the drop goes ahead, ignoring the error: only what it freed goes unsaid.
+      if (before)
+        k.dropBefore = before->reclaimable();
+      else
+        sampleError(before.error(), input.now);
+      out.command = DropCaches{};
+      out.read.meminfo = true;  // what the drop freed
+      return true;
+    }
   }
   if (k.plan.compactAfterDrop && !std::exchange(k.compactAsked, true) && !input.stop) {
     out.command = Compact{};

@@ -130,10 +130,6 @@ void Engine::reportPressure(Scope& scope, TimePoint now, const char* source) {
       .add("resume_after_s", duration<double>(scope.backoff().resumeAt() - now).count(), 0);
 }
 
-void Engine::samplePressure(Scope& scope, ScopeId id, TimePoint now, Sensors& in) {
-  if (scope.readsTotals()) takeTotal(scope, id, now, in.pressureTotal(id));
-}
-
 void Engine::takeTotal(Scope& scope, ScopeId id, TimePoint now, const Result<std::uint64_t>& total) {
   const std::uint64_t own = id == kMachineScope ? static_cast<std::uint64_t>(pressure_.ownStall.count()) : 0;
   if (!total) {

@@ -51,7 +51,8 @@ struct Plan {
 
 // How far a turn's planning has gone: each phase takes what the one before asked to read.
 enum class TurnPhase {
-  Verdict,       // the verdict's readings: the busy scan, the machine's total (then the targets)
+  Verdict,       // the verdict's readings: the busy scan, the machine's total, meminfo when a period starts
+  HeldLine,      // meminfo for the line that says why memory is held (then the mode's part)
   TargetTotals,  // the targets' pressure totals (then whether the pass has work)
   Cache,         // the machine's and the targets' cache (then the plan)
   Planned,
@@ -66,8 +67,9 @@ struct Tick {
   Reads asked;         // by the phase before this one
   bool trims = false;  // a probe is due this turn
   Plan plan;
-  bool gradual = false;    // the mode when the turn began (a re-probe may change it)
-  bool dropAsked = false;  // dropcache: the drop, then the compaction after it
+  bool gradual = false;        // the mode when the turn began (a re-probe may change it)
+  bool dropMeasuring = false;  // dropcache: meminfo asked for before the drop
+  bool dropAsked = false;      // the drop, then the compaction after it
   bool compactAsked = false;
   std::optional<std::uint64_t> dropBefore;      // the machine's reclaimable bytes before the drop
   std::size_t share = 0;                        // gradual: the share being written, or the next one

@@ -148,7 +148,8 @@ TEST_F(DecideTest, ATurnWithWorkAsksForItsTargetsCacheInOneRead) {
   input.tick = true;
   input.readings = controller::takeReadings(controller::tickReads(), sim_);
   controller::Output out = engine_->decide(input, sim_);
-  for (int i = 0; i < 3 && !out.command && !out.read.meminfo; ++i) {
+  // Before it, the verdict's reads (this tick starts the idle period: meminfo for its line).
+  for (int i = 0; i < 4 && !out.command && out.read.memory.empty(); ++i) {
     controller::Input next;
     next.now = clock_.now();
     next.readings = controller::takeReadings(out.read, sim_);

@@ -1,0 +1,92 @@
+// The turn's planning: the tick's CPU times judge idleness, and each phase after takes what the
+// one before asked to read (TurnPhase, EngineState.h).
+#include "controller/engine/Engine.h"
+
+namespace reclaimd::controller {
+
+using namespace std::chrono;
+
+Reads Engine::beginTurn(const Input& input) {
+  Tick& k = turn_.tick.emplace();
+  k.at = input.now;
+  // Every tick carries the CPU times (tickReads()); a tick without them is a skipped sample too.
+  const Result<CpuReading> cpu = readingOr(input.readings.cpu, "the CPU times");
+  if (!cpu) {
+    // A malformed sample is skipped; the windows keep their history.
+    sampleError(cpu.error(), k.at);
+    return {};
+  }
+  k.cpu = *cpu;
+  observeCpu(CpuSample{k.at, cpu->busy, cpu->total, input.readings.ownCpu.value_or(0ns), cpu->cpus});
+  k.asked.meminfo = idle_.verdict.periodStarted;  // what waits, said as the period starts
+  if (mode_.mode == policies::Mode::Disabled) return k.asked;
+  k.asked.scan = !idle_.verdict.idle() && idle_.busy.due(k.at);
+  if (pressure_.machine && pressure_.machine->needsTotals() && pressure_.machine->readsTotals())
+    k.asked.pressure.push_back(kMachineScope);
+  return k.asked;
+}
+
+Reads Engine::planTurn(const Input& input, Sensors& in) {
+  Tick& k = *turn_.tick;
+  switch (k.phase) {
+    case TurnPhase::Verdict: return afterVerdict(input, in);
+    case TurnPhase::HeldLine: sayWhyHeld(k.at, readingOr(input.readings.meminfo, "meminfo")); return planMode(in);
+    case TurnPhase::TargetTotals:
+      k.phase = TurnPhase::Cache;
+      k.asked = gradualWork(input);
+      return k.asked.empty() ? finishPlan() : k.asked;
+    case TurnPhase::Cache: gradualPass(input, in); return finishPlan();
+    case TurnPhase::Planned: break;
+  }
+  return {};
+}
+
+Reads Engine::afterVerdict(const Input& input, Sensors& in) {
+  Tick& k = *turn_.tick;
+  const TimePoint now = k.at;
+  if (!k.cpu) return finishPlan();
+  if (idle_.verdict.periodStarted) sayIdleEntered(now, readingOr(input.readings.meminfo, "meminfo"));
+  if (k.asked.scan) {
+    if (input.readings.scan && input.readings.scan->cgroups) {
+      idle_.busy.add(now, k.cpu->total, input.readings.scan->ownCpu, *input.readings.scan->cgroups);
+    } else {
+      // No tree to scan (cgroup v1) or an unreadable root: no cgroup is named as keeping the
+      // machine busy, ignoring the error (on v1 it is every scan's); the next try waits a period.
+      idle_.busy.failed(now);
+    }
+  }
+  if (!k.asked.pressure.empty() && pressure_.machine)
+    takeTotal(*pressure_.machine, kMachineScope, now,
+              readingOr(input.readings.pressureOf(kMachineScope), "the machine's pressure total"));
+  if (heldLineDue(now)) {
+    k.phase = TurnPhase::HeldLine;
+    k.asked = Reads{};
+    k.asked.meminfo = true;  // what waits, said in the line
+    return k.asked;
+  }
+  return planMode(in);
+}
+
+Reads Engine::planMode(Sensors& in) {
+  Tick& k = *turn_.tick;
+  switch (mode_.mode) {
+    case policies::Mode::Disabled: break;
+    case policies::Mode::DropCache: dropCacheTurn(k.plan); break;
+    case policies::Mode::Gradual:
+      k.phase = TurnPhase::TargetTotals;
+      k.asked = gradualTargets(k.at, in);
+      return k.asked;
+  }
+  return finishPlan();
+}
+
+Reads Engine::finishPlan() {
+  Tick& k = *turn_.tick;
+  if (mode_.mode == policies::Mode::Gradual && k.cpu) summarizeTrims(k.at);
+  k.plan.wake = nextWake(k.at);
+  k.gradual = mode_.mode == policies::Mode::Gradual;
+  k.phase = TurnPhase::Planned;
+  return {};
+}
+
+}  // namespace reclaimd::controller
