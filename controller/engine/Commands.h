@@ -1,14 +1,15 @@
 // What the engine and the shell say to each other: the shell hands Engine::decide an Input (the
 // time, what the last command did, the readings the last Output asked for, the pressure events
-// that fired with their totals, a pending stop) and gets an Output (at most one command to carry out, the reads to
-// take after it, events to log, and when a turn ends, when to wake). The shell carries the
-// command out, takes the reads, and calls decide again with both, until an Output asks for
-// neither. A turn is planned in phases (TurnPhase, EngineState.h), each asking for what the next
-// needs: a tick's input carries the CPU times (tickReads()); its verdict asks for a busy scan,
-// the machine's pressure total and the meminfo its lines quote; the targets for their totals,
-// then for their cache; a drop for meminfo around it. What is left (the tree walk, a quiet
-// cgroup's memory.stat, the cgroups' CPU, the walk again before a write) is still pulled through
-// Sensors (Ports.h), only where a decision needs it, so a quiet tick reads /proc/stat alone.
+// that fired with their totals, a pending stop) and gets an Output (at most one command to carry
+// out, the reads to take after it, events to log, and when a turn ends, when to wake). The shell
+// carries the command out, takes the reads, and calls decide again with both, until an Output
+// asks for neither. A turn is planned in phases (TurnPhase, EngineState.h), each asking for what
+// the next needs: a tick's input carries the CPU times (tickReads()); its verdict asks for a busy
+// scan, the machine's pressure total, the tree when a walk is due and the meminfo its lines
+// quote; the targets for their totals, then for their cache; a drop for meminfo around it. What
+// is left (a quiet cgroup's memory.stat, the cgroups' CPU, the walk again before a write) is
+// still pulled through Sensors (Ports.h), only where a decision needs it, so a quiet tick reads
+// /proc/stat alone. What the engine learns comes through here, which is what a recording holds.
 #pragma once
 
 #include <chrono>

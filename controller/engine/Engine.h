@@ -6,8 +6,9 @@
 // probe again) and the reads its next decision needs (Readings.h; a quiet tick reads /proc/stat
 // and nothing else). What it does not ask for yet it pulls through Sensors (Ports.h). Its state
 // is a few plain structs (EngineState.h), one per part of the law: the machine's idleness, the
-// targets, pressure, the turn in progress, the counters, and what the log has already said. It makes no syscall, reads no clock and logs
-// nothing itself: what it has to say comes back as Events the shell logs.
+// targets, pressure, the turn in progress, the counters, and what the log has already said. It
+// makes no syscall, reads no clock and logs nothing itself: what it has to say comes back as
+// Events the shell logs.
 #pragma once
 
 #include <chrono>
@@ -175,9 +176,14 @@ class Engine {
   Event& emit(Severity severity, std::string_view name);
 
   // EngineTargets.cpp: the walk, cgroup CPU, judging, measuring.
-  void ensureTargets(TimePoint now, Sensors& in, bool force);
-  // False when the tree could not be read (the old targets stay, and no pass writes).
-  bool walk(TimePoint now, Sensors& in);
+  // With rules, the tree is walked every kWalkPeriod, and at once after a target left.
+  bool walkDue(TimePoint now) const;
+  // Where a walk reads below a cgroup: where a rule may match.
+  cgroup::Descend descend() const;
+  // The targets from the tree `readTree` answers (called only with rules: without, the root is
+  // the one target). False when the tree could not be read (the old targets stay, and no pass
+  // writes).
+  bool walk(TimePoint now, const std::function<Result<cgroup::Tree>()>& readTree);
   void adopt(std::vector<TargetState>& next, const std::unordered_map<std::string, std::size_t>& old, std::string path,
              std::uint64_t inode, policies::Governance gov, TimePoint now);
   TargetState newTarget(std::string path, std::uint64_t inode, const policies::Governance& gov, TimePoint now);

@@ -12,7 +12,6 @@ namespace reclaimd::controller {
 using namespace std::chrono;
 
 Reads Engine::gradualTargets(TimePoint now, Sensors& in) {
-  ensureTargets(now, in, false);
   if (idle_.busy.newestAt() && idle_.busy.newestAt() != targets_.unitsJudgedAt) judgeUnits(now, in);
   sampleCgroupCpu(now, in);
   judgeTargets(now);
@@ -68,7 +67,7 @@ void Engine::gradualPass(const Input& input, Sensors& in) {
   // last walk under a target with another rule is never reclaimed through its parent. Only
   // when there is something to write: at the floors, idle ticks cost no walk.
   if (!shares.empty() && !policy_.rules.empty() && targets_.lastWalk != now) {
-    if (!walk(now, in)) return;  // without a fresh walk nothing is written
+    if (!walk(now, [&] { return in.tree(descend()); })) return;  // without a fresh walk nothing is written
     judgeTargets(now);
     measureTargets(now, *mem, rootMeasured(now) ? std::optional(in.machineRefaults()) : std::nullopt,
                    [&](const TargetState& t) { return in.memory(t.ref()); });

@@ -51,7 +51,7 @@ struct Plan {
 
 // How far a turn's planning has gone: each phase takes what the one before asked to read.
 enum class TurnPhase {
-  Verdict,       // the verdict's readings: the busy scan, the machine's total, meminfo when a period starts
+  Verdict,       // the verdict's readings: the scan, the machine's total, the tree, meminfo
   HeldLine,      // meminfo for the line that says why memory is held (then the mode's part)
   TargetTotals,  // the targets' pressure totals (then whether the pass has work)
   Cache,         // the machine's and the targets' cache (then the plan)

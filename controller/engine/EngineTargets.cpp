@@ -31,12 +31,15 @@ const TargetState* Engine::target(std::uint32_t id) const {
   return const_cast<Engine*>(this)->find(id);
 }
 
-void Engine::ensureTargets(TimePoint now, Sensors& in, bool force) {
-  const bool due = !targets_.lastWalk || (!policy_.rules.empty() && now - *targets_.lastWalk >= kWalkPeriod);
-  if (force || due) walk(now, in);
+bool Engine::walkDue(TimePoint now) const {
+  return !targets_.lastWalk || (!policy_.rules.empty() && now - *targets_.lastWalk >= kWalkPeriod);
 }
 
-bool Engine::walk(TimePoint now, Sensors& in) {
+cgroup::Descend Engine::descend() const {
+  return [this](std::string_view path) { return policies::mayMatchBelow(policy_.rules, path); };
+}
+
+bool Engine::walk(TimePoint now, const std::function<Result<cgroup::Tree>()>& readTree) {
   std::vector<TargetState> next;
   // Old state by path (copied: the old targets are moved from), so carrying it over is a lookup,
   // not a scan of thousands of targets per target.
@@ -50,7 +53,7 @@ bool Engine::walk(TimePoint now, Sensors& in) {
     adopt(next, old, "", 0, policy_.governance(-1, true), now);
     stats.add("cgroups", 1);
   } else {
-    auto tree = in.tree([this](std::string_view path) { return policies::mayMatchBelow(policy_.rules, path); });
+    const Result<cgroup::Tree> tree = readTree();
     if (!tree) {
       emit(Severity::Error, "walk_failed").add("error", tree.error().message());
       return false;

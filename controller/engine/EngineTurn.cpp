@@ -23,6 +23,10 @@ Reads Engine::beginTurn(const Input& input) {
   k.asked.scan = !idle_.verdict.idle() && idle_.busy.due(k.at);
   if (pressure_.machine && pressure_.machine->needsTotals() && pressure_.machine->readsTotals())
     k.asked.pressure.push_back(kMachineScope);
+  if (mode_.mode == policies::Mode::Gradual && !policy_.rules.empty() && walkDue(k.at)) {
+    k.asked.tree = true;
+    k.asked.descend = descend();
+  }
   return k.asked;
 }
 
@@ -58,6 +62,9 @@ Reads Engine::afterVerdict(const Input& input, Sensors& in) {
   if (!k.asked.pressure.empty() && pressure_.machine)
     takeTotal(*pressure_.machine, kMachineScope, now,
               readingOr(input.readings.pressureOf(kMachineScope), "the machine's pressure total"));
+  // A walk that fell due after the tree was asked for (a target left meanwhile) reads it now.
+  if (mode_.mode == policies::Mode::Gradual && walkDue(now))
+    walk(now, [&] { return input.readings.tree ? *input.readings.tree : in.tree(descend()); });
   if (heldLineDue(now)) {
     k.phase = TurnPhase::HeldLine;
     k.asked = Reads{};

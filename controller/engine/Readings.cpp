@@ -20,7 +20,7 @@ const Result<std::uint64_t>* Readings::pressureOf(ScopeId scope) const {
 
 bool Readings::answer(const Reads& reads) const {
   if ((reads.cpu && (!cpu || !ownCpu)) || (reads.meminfo && !meminfo) || (reads.machineRefaults && !machineRefaults) ||
-      (reads.scan && !scan))
+      (reads.scan && !scan) || (reads.tree && !tree))
     return false;
   const bool memories = std::all_of(reads.memory.begin(), reads.memory.end(),
                                     [&](const CgroupKey& c) { return memoryOf(c.ref()) != nullptr; });

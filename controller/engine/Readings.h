@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "base/Result.h"
+#include "cgroup/TreeNodes.h"
 #include "controller/engine/Ports.h"
 #include "proc/Meminfo.h"
 
@@ -29,13 +30,16 @@ struct CgroupKey {
 struct Reads {
   bool cpu = false;  // the machine's CPU time (/proc/stat) and reclaimd's own
   bool meminfo = false;
-  bool machineRefaults = false;   // /proc/vmstat's workingset_refault_file
-  bool scan = false;              // every cgroup's cpu.stat, then reclaimd's own CPU time
+  bool machineRefaults = false;  // /proc/vmstat's workingset_refault_file
+  bool scan = false;             // every cgroup's cpu.stat, then reclaimd's own CPU time
+  bool tree = false;             // a walk of the cgroup tree, below a cgroup where `descend` says
+  cgroup::Descend descend;
   std::vector<CgroupKey> memory;  // each cgroup's memory.stat
   std::vector<ScopeId> pressure;  // each scope's pressure total
 
-  bool empty() const { return !cpu && !meminfo && !machineRefaults && !scan && memory.empty() && pressure.empty(); }
-  bool operator==(const Reads&) const = default;
+  bool empty() const {
+    return !cpu && !meminfo && !machineRefaults && !scan && !tree && memory.empty() && pressure.empty();
+  }
 };
 
 struct MemoryRead {
@@ -62,6 +66,7 @@ struct Readings {
   std::optional<Result<proc::Meminfo>> meminfo;
   std::optional<Result<std::uint64_t>> machineRefaults;
   std::optional<ScanRead> scan;
+  std::optional<Result<cgroup::Tree>> tree;
   std::vector<MemoryRead> memory;
   std::vector<PressureRead> pressure;
 

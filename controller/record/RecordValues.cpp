@@ -99,6 +99,7 @@ void writeReadings(LineWriter& w, const Readings& g) {
     w.word("-");
   writeReading(w, g.meminfo, [](LineWriter& x, const proc::Meminfo& m) { writeMeminfo(x, m); });
   writeReading(w, g.machineRefaults, [](LineWriter& x, std::uint64_t v) { x.u(v); });
+  writeReading(w, g.tree, [](LineWriter& x, const cgroup::Tree& t) { writeTree(x, t); });
   if (g.scan) {
     writeReading(w, std::optional(g.scan->cgroups), [](LineWriter& x, const CgroupCpuScan& s) { writeScan(x, s); });
     w.ns(g.scan->ownCpu);
@@ -140,6 +141,7 @@ Readings readReadings(LineReader& r) {
     g.ownCpu = r.ns();
   g.meminfo = readReading<proc::Meminfo>(r, [](LineReader& x) { return readMeminfo(x); });
   g.machineRefaults = readReading<std::uint64_t>(r, [](LineReader& x) { return x.u(); });
+  g.tree = readReading<cgroup::Tree>(r, [](LineReader& x) { return readTree(x); });
   if (auto scan = readReading<CgroupCpuScan>(r, [](LineReader& x) { return readScan(x); })) {
     const auto own = r.ns();
     g.scan = ScanRead{std::move(*scan), own};
@@ -191,7 +193,7 @@ Input readInput(LineReader& r) {
 
 std::string readsText(const Reads& reads) {
   LineWriter w("reads");
-  w.b(reads.cpu).b(reads.meminfo).b(reads.machineRefaults).b(reads.scan).u(reads.memory.size());
+  w.b(reads.cpu).b(reads.meminfo).b(reads.machineRefaults).b(reads.scan).b(reads.tree).u(reads.memory.size());
   for (const CgroupKey& c : reads.memory)
     w.s(c.path).u(c.inode);
   w.u(reads.pressure.size());

@@ -40,6 +40,7 @@ Readings takeReadings(const Reads& reads, Sensors& in) {
   }
   if (reads.meminfo) got.meminfo = in.meminfo();
   if (reads.machineRefaults) got.machineRefaults = in.machineRefaults();
+  if (reads.tree) got.tree = in.tree(reads.descend);
   if (reads.scan) {
     Result<CgroupCpuScan> cgroups = in.cgroupCpuScan();
     got.scan = ScanRead{std::move(cgroups), in.ownCpu()};
