@@ -6,10 +6,11 @@
 // asks for neither. A turn is planned in phases (TurnPhase, EngineState.h), each asking for what
 // the next needs: a tick's input carries the CPU times (tickReads()); its verdict asks for a busy
 // scan, the machine's pressure total, the tree when a walk is due and the meminfo its lines
-// quote; the targets for their totals, then for their cache; a drop for meminfo around it. What
-// is left (a quiet cgroup's memory.stat, the cgroups' CPU, the walk again before a write) is
-// still pulled through Sensors (Ports.h), only where a decision needs it, so a quiet tick reads
-// /proc/stat alone. What the engine learns comes through here, which is what a recording holds.
+// quote; the units and cgroups judged by their own CPU for their memory.stat and cpu.stat; the
+// targets for their totals, then for their cache; a drop for meminfo around it. Only the walk
+// again before a write (and a walk that fell due after the tree was asked for) still reads
+// through Sensors (Ports.h). A quiet tick reads /proc/stat alone. What the engine learns comes
+// through here, which is what a recording holds.
 #pragma once
 
 #include <chrono>

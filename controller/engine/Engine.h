@@ -128,7 +128,7 @@ class Engine {
   Reads planTurn(const Input& input, Sensors& in);
   Reads afterVerdict(const Input& input, Sensors& in);
   // The mode's part of the turn (dropcache's drop, gradual's targets and pass).
-  Reads planMode(Sensors& in);
+  Reads planMode();
   // The plan is done: when to wake, and what trimming says.
   Reads finishPlan();
   // After an EINVAL from memory.reclaim: the probe again. When it still believes in the format
@@ -187,7 +187,7 @@ class Engine {
   void adopt(std::vector<TargetState>& next, const std::unordered_map<std::string, std::size_t>& old, std::string path,
              std::uint64_t inode, policies::Governance gov, TimePoint now);
   TargetState newTarget(std::string path, std::uint64_t inode, const policies::Governance& gov, TimePoint now);
-  void sampleCgroupCpu(TimePoint now, Sensors& in);
+  void sampleCgroupCpu(TimePoint now, const Readings& readings);
   void judgeTargets(TimePoint now);
   // Each measured target's cache from `memoryOf`, the root's from `mem` and `machineRefaults`
   // (none: not read, when no root is measured).
@@ -202,7 +202,10 @@ class Engine {
 
   // EngineGradual.cpp: the pass, in the turn's phases. The walk, units, their CPU and whether
   // each target is idle; answers the targets' pressure totals to read.
-  Reads gradualTargets(TimePoint now, Sensors& in);
+  Reads gradualTargets(const Input& input);
+  // Before it: the units judged from a new scan; answers their memory.stat and the CPU of every
+  // cgroup judged by its own (units, cgroup-idle targets, and the units about to be taken).
+  Reads gradualCgroups();
   // With those totals: whether the pass has work; answers the cache to measure (none: done).
   Reads gradualWork(const Input& input);
   // With the cache measured: the plan (a walk again first when it is about to write).
@@ -215,14 +218,12 @@ class Engine {
   void fallBack();
 
   // EngineUnits.cpp: systemd units judged by their own CPU inside machine-governed targets.
-  struct UnitPick {
-    QuietCgroup quiet;
-    std::uint32_t within = 0;  // the enclosing target's id
-  };
   std::vector<UnitPick> quietUnits() const;
-  void judgeUnits(TimePoint now, Sensors& in);
-  bool adoptUnit(const UnitPick& u, TimePoint now, Sensors& in);
-  void checkUnitCpu(TargetState& t, TimePoint now, Sensors& in);
+  // After a new scan: drops the unit targets no longer quiet; answers the quiet cgroups to take
+  // as targets when their cache is worth it (adoptUnit, with their memory.stat).
+  std::vector<UnitPick> judgeUnits();
+  bool adoptUnit(const UnitPick& u, TimePoint now, const Result<MemoryReading>& memory);
+  void checkUnitCpu(TargetState& t, TimePoint now, const Result<std::chrono::nanoseconds>& usage);
   void pruneUnits();
   void carryUnits(std::vector<TargetState>& next);
 

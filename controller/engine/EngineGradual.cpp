@@ -11,9 +11,30 @@ namespace reclaimd::controller {
 
 using namespace std::chrono;
 
-Reads Engine::gradualTargets(TimePoint now, Sensors& in) {
-  if (idle_.busy.newestAt() && idle_.busy.newestAt() != targets_.unitsJudgedAt) judgeUnits(now, in);
-  sampleCgroupCpu(now, in);
+Reads Engine::gradualCgroups() {
+  Tick& k = *turn_.tick;
+  k.unitPicks.clear();
+  if (idle_.busy.newestAt() && idle_.busy.newestAt() != targets_.unitsJudgedAt) k.unitPicks = judgeUnits();
+  Reads r;
+  for (const UnitPick& u : k.unitPicks) {
+    const CgroupKey key{u.quiet.path, u.quiet.inode};
+    r.memory.push_back(key);
+    r.cgroupCpu.push_back(key);  // a unit taken now is checked this turn too
+  }
+  for (const TargetState& t : targets_.all) {
+    if (!t.gone && (t.unit || t.cpuIdle)) r.cgroupCpu.push_back(CgroupKey{t.path, t.inode});
+  }
+  return r;
+}
+
+Reads Engine::gradualTargets(const Input& input) {
+  Tick& k = *turn_.tick;
+  const TimePoint now = k.at;
+  for (const UnitPick& u : k.unitPicks) {
+    const CgroupRef ref{u.quiet.path, u.quiet.inode};
+    adoptUnit(u, now, readingOr(input.readings.memoryOf(ref), "memory.stat"));
+  }
+  sampleCgroupCpu(now, input.readings);
   judgeTargets(now);
   Reads totals;
   for (TargetState& t : targets_.all) {

@@ -49,10 +49,17 @@ struct Plan {
   TimePoint wake{};  // the next turn, unless an event comes first
 };
 
+// A quiet cgroup a scan found inside a target the machine's settings govern (EngineUnits.cpp).
+struct UnitPick {
+  QuietCgroup quiet;
+  std::uint32_t within = 0;  // the enclosing target's id
+};
+
 // How far a turn's planning has gone: each phase takes what the one before asked to read.
 enum class TurnPhase {
   Verdict,       // the verdict's readings: the scan, the machine's total, the tree, meminfo
   HeldLine,      // meminfo for the line that says why memory is held (then the mode's part)
+  Cgroups,       // the units' memory.stat and the cgroups' CPU (then whether each target is idle)
   TargetTotals,  // the targets' pressure totals (then whether the pass has work)
   Cache,         // the machine's and the targets' cache (then the plan)
   Planned,
@@ -64,8 +71,9 @@ struct Tick {
   TimePoint at{};                 // the timer's time: the whole turn is judged at it
   std::optional<CpuReading> cpu;  // the tick's CPU times (none: the sample was skipped)
   TurnPhase phase = TurnPhase::Verdict;
-  Reads asked;         // by the phase before this one
-  bool trims = false;  // a probe is due this turn
+  Reads asked;                      // by the phase before this one
+  bool trims = false;               // a probe is due this turn
+  std::vector<UnitPick> unitPicks;  // quiet cgroups to take as targets, with the Cgroups readings
   Plan plan;
   bool gradual = false;        // the mode when the turn began (a re-probe may change it)
   bool dropMeasuring = false;  // dropcache: meminfo asked for before the drop

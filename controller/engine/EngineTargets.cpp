@@ -157,11 +157,12 @@ void Engine::unaccounted(TargetState& t, const Error& error) {
   emit(Severity::Warn, "cgroup_unaccounted").add("cgroup", t.label()).add("error", error.message());
 }
 
-void Engine::sampleCgroupCpu(TimePoint now, Sensors& in) {
+void Engine::sampleCgroupCpu(TimePoint now, const Readings& readings) {
   for (TargetState& t : targets_.all) {
-    if (t.unit && !t.gone) checkUnitCpu(t, now, in);
+    // Each asked for before (gradualCgroups): one missing is taken as unreadable.
+    if (t.unit && !t.gone) checkUnitCpu(t, now, readingOr(readings.cgroupCpuOf(t.ref()), "cpu.stat"));
     if (!t.cpuIdle || t.gone) continue;
-    auto usage = in.cgroupCpu(t.ref());
+    const Result<std::chrono::nanoseconds> usage = readingOr(readings.cgroupCpuOf(t.ref()), "cpu.stat");
     if (!usage) {
       readFailed(t, usage.error());
       continue;
@@ -171,7 +172,8 @@ void Engine::sampleCgroupCpu(TimePoint now, Sensors& in) {
     s.at = now;
     s.busy = *usage;
     s.total = now - t.firstSeen;
-    if (within(setup_.ownCgroup, t.path)) s.own = in.ownCpu();
+    // reclaimd's own CPU, read after the cgroups' (a target holding reclaimd counts its work).
+    if (within(setup_.ownCgroup, t.path)) s.own = readings.ownCpu.value_or(std::chrono::nanoseconds(0));
     t.cpuVerdict = t.cpuIdle->add(s);
   }
 }

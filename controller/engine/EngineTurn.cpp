@@ -34,7 +34,11 @@ Reads Engine::planTurn(const Input& input, Sensors& in) {
   Tick& k = *turn_.tick;
   switch (k.phase) {
     case TurnPhase::Verdict: return afterVerdict(input, in);
-    case TurnPhase::HeldLine: sayWhyHeld(k.at, readingOr(input.readings.meminfo, "meminfo")); return planMode(in);
+    case TurnPhase::HeldLine: sayWhyHeld(k.at, readingOr(input.readings.meminfo, "meminfo")); return planMode();
+    case TurnPhase::Cgroups:
+      k.phase = TurnPhase::TargetTotals;
+      k.asked = gradualTargets(input);
+      return k.asked;
     case TurnPhase::TargetTotals:
       k.phase = TurnPhase::Cache;
       k.asked = gradualWork(input);
@@ -71,17 +75,17 @@ Reads Engine::afterVerdict(const Input& input, Sensors& in) {
     k.asked.meminfo = true;  // what waits, said in the line
     return k.asked;
   }
-  return planMode(in);
+  return planMode();
 }
 
-Reads Engine::planMode(Sensors& in) {
+Reads Engine::planMode() {
   Tick& k = *turn_.tick;
   switch (mode_.mode) {
     case policies::Mode::Disabled: break;
     case policies::Mode::DropCache: dropCacheTurn(k.plan); break;
     case policies::Mode::Gradual:
-      k.phase = TurnPhase::TargetTotals;
-      k.asked = gradualTargets(k.at, in);
+      k.phase = TurnPhase::Cgroups;
+      k.asked = gradualCgroups();
       return k.asked;
   }
   return finishPlan();

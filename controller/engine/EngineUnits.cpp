@@ -67,7 +67,7 @@ int enclosing(std::string_view path, const std::unordered_map<std::string_view, 
 }  // namespace
 
 // After a new scan: the quiet units, the highest of each subtree, inside a busy machine target.
-std::vector<Engine::UnitPick> Engine::quietUnits() const {
+std::vector<UnitPick> Engine::quietUnits() const {
   std::vector<UnitPick> out;
   if (!policy_.idle.units || mode_.mode != policies::Mode::Gradual) return out;
   std::string taken;  // the last unit taken: the scan is in pre-order, its subtree follows it
@@ -87,7 +87,7 @@ std::vector<Engine::UnitPick> Engine::quietUnits() const {
   return out;
 }
 
-void Engine::judgeUnits(TimePoint now, Sensors& in) {
+std::vector<UnitPick> Engine::judgeUnits() {
   targets_.unitsJudgedAt = idle_.busy.newestAt();
   const std::vector<UnitPick> quiet = quietUnits();
   std::unordered_map<std::string_view, const UnitPick*> byPath;
@@ -108,22 +108,22 @@ void Engine::judgeUnits(TimePoint now, Sensors& in) {
     t.unit->at = q.at;
     t.unit->percent = q.percent;
   }
+  std::vector<UnitPick> take;
   for (const auto& u : quiet) {
     const bool held = std::any_of(targets_.all.begin(), targets_.all.end(),
                                   [&](const TargetState& t) { return t.unit && t.path == u.quiet.path; });
-    if (!held) adoptUnit(u, now, in);
+    if (!held) take.push_back(u);
   }
   // Where a unit last rested is remembered only while it stays quiet.
   for (auto it = targets_.unitRest.begin(); it != targets_.unitRest.end();)
     it = byPath.count(it->first) ? std::next(it) : targets_.unitRest.erase(it);
+  return take;
 }
 
 // A quiet unit becomes a target when its cache is worth a step: kUnitExcess above its floor and
 // above the level it was last left at.
-bool Engine::adoptUnit(const UnitPick& u, TimePoint now, Sensors& in) {
-  const CgroupRef ref{u.quiet.path, u.quiet.inode};
-  auto m = in.memory(ref);
-  if (!m) return false;  // gone, or unreadable: the next scan sees
+bool Engine::adoptUnit(const UnitPick& u, TimePoint now, const Result<MemoryReading>& m) {
+  if (!m) return false;  // gone, or unreadable: ignoring it, the next scan sees
   policies::Governance gov = policy_.governance(-1, false);
   gov.idleSource = policies::IdleSource::Cgroup;
   gov.trim.enabled = false;  // the target around it trims
@@ -150,8 +150,7 @@ bool Engine::adoptUnit(const UnitPick& u, TimePoint now, Sensors& in) {
 
 // On every turn a unit is a target: work past the threshold since it was judged quiet (over at
 // least the current interval's span) ends it, as the machine's current interval would.
-void Engine::checkUnitCpu(TargetState& t, TimePoint now, Sensors& in) {
-  auto usage = in.cgroupCpu(t.ref());
+void Engine::checkUnitCpu(TargetState& t, TimePoint now, const Result<nanoseconds>& usage) {
   if (!usage) {
     readFailed(t, usage.error());
     return;

@@ -34,11 +34,13 @@ struct Reads {
   bool scan = false;             // every cgroup's cpu.stat, then reclaimd's own CPU time
   bool tree = false;             // a walk of the cgroup tree, below a cgroup where `descend` says
   cgroup::Descend descend;
-  std::vector<CgroupKey> memory;  // each cgroup's memory.stat
-  std::vector<ScopeId> pressure;  // each scope's pressure total
+  std::vector<CgroupKey> memory;     // each cgroup's memory.stat
+  std::vector<CgroupKey> cgroupCpu;  // each cgroup's cpu.stat usage, then reclaimd's own CPU time
+  std::vector<ScopeId> pressure;     // each scope's pressure total
 
   bool empty() const {
-    return !cpu && !meminfo && !machineRefaults && !scan && !tree && memory.empty() && pressure.empty();
+    return !cpu && !meminfo && !machineRefaults && !scan && !tree && memory.empty() && cgroupCpu.empty() &&
+           pressure.empty();
   }
 };
 
@@ -51,6 +53,11 @@ struct MemoryRead {
 struct ScanRead {
   Result<CgroupCpuScan> cgroups;
   std::chrono::nanoseconds ownCpu{0};
+};
+
+struct CgroupCpuRead {
+  CgroupKey cgroup;
+  Result<std::chrono::nanoseconds> usage;
 };
 
 struct PressureRead {
@@ -68,11 +75,13 @@ struct Readings {
   std::optional<ScanRead> scan;
   std::optional<Result<cgroup::Tree>> tree;
   std::vector<MemoryRead> memory;
+  std::vector<CgroupCpuRead> cgroupCpu;
   std::vector<PressureRead> pressure;
 
   // The reading of `cgroup` (of scope `scope`); nullptr when it was not read.
   const Result<MemoryReading>* memoryOf(const CgroupRef& cgroup) const;
   const Result<std::uint64_t>* pressureOf(ScopeId scope) const;
+  const Result<std::chrono::nanoseconds>* cgroupCpuOf(const CgroupRef& cgroup) const;
   // Every read `reads` names was taken.
   bool answer(const Reads& reads) const;
 };

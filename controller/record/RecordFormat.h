@@ -14,8 +14,9 @@
 // The readings of an Input: the machine's CPU times ("-" when not read, else a result of busy,
 // total and CPUs), reclaimd's own ("-" or nanoseconds), the machine's meminfo and refaults ("-"
 // or a result), the tree walk ("-" or a result), the busy scan ("-", or a result and reclaimd's
-// own CPU time after it), then a count and each cgroup's memory (<path> <inode> <result>), then a
-// count and each scope's pressure total (<scope> <result>). What the engine still pulls while it
+// own CPU time after it), then a count and each cgroup's memory (<path> <inode> <result>), a
+// count and each cgroup's CPU (the same), and a count and each scope's pressure total (<scope>
+// <result>). What the engine still pulls while it
 // decides follows its input line, one line a reading:
 //   cpu|owncpu|meminfo|refaults|tree|scan ... a reading, as the engine asked for it
 //   memory|cgcpu <path> <inode> <result>      a cgroup's reading

@@ -112,6 +112,11 @@ void writeReadings(LineWriter& w, const Readings& g) {
     writeReading(w, std::optional(m.reading),
                  [](LineWriter& x, const MemoryReading& v) { x.u(v.reclaimable).u(v.refaults); });
   }
+  w.u(g.cgroupCpu.size());
+  for (const CgroupCpuRead& c : g.cgroupCpu) {
+    w.s(c.cgroup.path).u(c.cgroup.inode);
+    writeReading(w, std::optional(c.usage), [](LineWriter& x, std::chrono::nanoseconds v) { x.ns(v); });
+  }
   w.u(g.pressure.size());
   for (const PressureRead& p : g.pressure) {
     w.u(p.scope);
@@ -151,6 +156,12 @@ Readings readReadings(LineReader& r) {
     CgroupKey c{r.s(), r.u()};
     auto m = readReading<MemoryReading>(r, [](LineReader& x) { return MemoryReading{x.u(), x.u()}; });
     g.memory.push_back(MemoryRead{std::move(c), present(r, std::move(m))});
+  }
+  const std::uint64_t usages = r.u(kMaxItems);
+  for (std::uint64_t k = 0; k < usages && r.ok(); ++k) {
+    CgroupKey c{r.s(), r.u()};
+    auto u = readReading<std::chrono::nanoseconds>(r, [](LineReader& x) { return x.ns(); });
+    g.cgroupCpu.push_back(CgroupCpuRead{std::move(c), present(r, std::move(u))});
   }
   const std::uint64_t totals = r.u(kMaxItems);
   for (std::uint64_t k = 0; k < totals && r.ok(); ++k) {
@@ -195,6 +206,9 @@ std::string readsText(const Reads& reads) {
   LineWriter w("reads");
   w.b(reads.cpu).b(reads.meminfo).b(reads.machineRefaults).b(reads.scan).b(reads.tree).u(reads.memory.size());
   for (const CgroupKey& c : reads.memory)
+    w.s(c.path).u(c.inode);
+  w.u(reads.cgroupCpu.size());
+  for (const CgroupKey& c : reads.cgroupCpu)
     w.s(c.path).u(c.inode);
   w.u(reads.pressure.size());
   for (const ScopeId scope : reads.pressure)

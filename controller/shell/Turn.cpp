@@ -47,6 +47,9 @@ Readings takeReadings(const Reads& reads, Sensors& in) {
   }
   for (const CgroupKey& c : reads.memory)
     got.memory.push_back(MemoryRead{c, in.memory(c.ref())});
+  for (const CgroupKey& c : reads.cgroupCpu)
+    got.cgroupCpu.push_back(CgroupCpuRead{c, in.cgroupCpu(c.ref())});
+  if (!reads.cgroupCpu.empty()) got.ownCpu = in.ownCpu();  // after them: its share of theirs
   for (const ScopeId scope : reads.pressure)
     got.pressure.push_back(PressureRead{scope, in.pressureTotal(scope)});
   return got;
