@@ -7,10 +7,10 @@
 // the next needs: a tick's input carries the CPU times (tickReads()); its verdict asks for a busy
 // scan, the machine's pressure total, the tree when a walk is due and the meminfo its lines
 // quote; the units and cgroups judged by their own CPU for their memory.stat and cpu.stat; the
-// targets for their totals, then for their cache; a drop for meminfo around it. Only the walk
-// again before a write (and a walk that fell due after the tree was asked for) still reads
-// through Sensors (Ports.h). A quiet tick reads /proc/stat alone. What the engine learns comes
-// through here, which is what a recording holds.
+// targets for their totals, then for their cache (and, about to write with rules, for the tree
+// again and the cache of the targets it finds); a drop for meminfo around it. A quiet tick reads
+// /proc/stat alone. Everything the engine learns comes through here, which is what a recording
+// holds.
 #pragma once
 
 #include <chrono>

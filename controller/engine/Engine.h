@@ -4,7 +4,7 @@
 // each command it carried out; the engine answers with the next command (a chunk of a step to
 // write, caches to drop, memory to compact, a pressure scope to watch or forget, the kernel to
 // probe again) and the reads its next decision needs (Readings.h; a quiet tick reads /proc/stat
-// and nothing else). What it does not ask for yet it pulls through Sensors (Ports.h). Its state
+// and nothing else); it reads nothing itself, through Sensors or otherwise. Its state
 // is a few plain structs (EngineState.h), one per part of the law: the machine's idleness, the
 // targets, pressure, the turn in progress, the counters, and what the log has already said. It
 // makes no syscall, reads no clock and logs nothing itself: what it has to say comes back as
@@ -77,6 +77,7 @@ class Engine {
   const EffectiveMode& mode() const { return mode_; }
 
   // The one entry point while running (Commands.h): takes what happened, answers what to do.
+  // `in` is not read: every reading comes in `input` (the parameter goes with its callers).
   Output decide(const Input& input, Sensors& in);
   // True between a tick's first decide() and the one that answers no command.
   bool inTurn() const { return turn_.tick.has_value(); }
@@ -125,8 +126,8 @@ class Engine {
   Reads beginTurn(const Input& input);
   // The turn's planning, one phase a call (TurnPhase): takes what the phase before asked to
   // read, and answers what the next needs read; the plan is done at TurnPhase::Planned.
-  Reads planTurn(const Input& input, Sensors& in);
-  Reads afterVerdict(const Input& input, Sensors& in);
+  Reads planTurn(const Input& input);
+  Reads afterVerdict(const Input& input);
   // The mode's part of the turn (dropcache's drop, gradual's targets and pass).
   Reads planMode();
   // The plan is done: when to wake, and what trimming says.
@@ -208,8 +209,14 @@ class Engine {
   Reads gradualCgroups();
   // With those totals: whether the pass has work; answers the cache to measure (none: done).
   Reads gradualWork(const Input& input);
-  // With the cache measured: the plan (a walk again first when it is about to write).
-  void gradualPass(const Input& input, Sensors& in);
+  // With the cache measured: the plan; with rules, one about to write first asks for the tree
+  // again (the decomposition must be this turn's), then rewalked() walks it and asks for the
+  // cache of the targets it finds, and remeasured() plans again from them.
+  Reads gradualPass(const Input& input);
+  std::optional<Reads> rewalked(const Input& input);  // none: the walk failed, nothing is written
+  void remeasured(const Input& input);
+  Reads cacheReads(TimePoint now) const;  // each measured target's memory.stat, the root's refaults
+  void settlePass(std::vector<PlannedShare> shares);
   // Measured this turn: a target that may be written to or is watched for refaults.
   bool measures(const TargetState& t, TimePoint now) const;
   std::vector<PlannedShare> planPass(const proc::Meminfo& mem, TimePoint now) const;

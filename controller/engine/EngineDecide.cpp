@@ -20,7 +20,7 @@ const char* commandName(const Command& command) {
 // turn's commands one at a time (tickCommand), each with the reads its result needs, then the
 // scopes to watch or forget; when nothing is left to do or read the turn is over and the shell
 // is told when to wake.
-Output Engine::decide(const Input& input, Sensors& in) {
+Output Engine::decide(const Input& input, Sensors& /*unread: every reading comes in `input`*/) {
   absorb(input);
   for (const ScopeEvent& e : input.pressure)
     pressureEvent(e, input.now);
@@ -29,7 +29,7 @@ Output Engine::decide(const Input& input, Sensors& in) {
   // Each phase of planning takes what the one before asked for; one that asks for nothing is
   // followed by the next in the same decide.
   while (turn_.tick && turn_.tick->phase != TurnPhase::Planned && out.read.empty())
-    out.read = planTurn(input, in);
+    out.read = planTurn(input);
   if (turn_.tick && turn_.tick->phase == TurnPhase::Planned) tickCommand(input, out);
   if (!asks(out)) out.command = watchCommand();
   if (!asks(out) && turn_.tick) {

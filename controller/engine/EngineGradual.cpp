@@ -66,8 +66,13 @@ Reads Engine::gradualWork(const Input& input) {
       }))
     return {};
   targets_.restUntil.reset();
-  Reads cache;
+  Reads cache = cacheReads(now);
   cache.meminfo = true;
+  return cache;
+}
+
+Reads Engine::cacheReads(TimePoint now) const {
+  Reads cache;
   cache.machineRefaults = rootMeasured(now);
   for (const TargetState& t : targets_.all) {
     if (!t.isRoot() && measures(t, now)) cache.memory.push_back(CgroupKey{t.path, t.inode});
@@ -75,11 +80,15 @@ Reads Engine::gradualWork(const Input& input) {
   return cache;
 }
 
-void Engine::gradualPass(const Input& input, Sensors& in) {
+Reads Engine::gradualPass(const Input& input) {
   Tick& k = *turn_.tick;
   const TimePoint now = k.at;
   const Result<proc::Meminfo> mem = readingOr(input.readings.meminfo, "meminfo");
-  if (!mem) return sampleError(mem.error(), now);
+  if (!mem) {
+    sampleError(mem.error(), now);
+    return {};
+  }
+  k.mem = *mem;
   measureTargets(now, *mem, input.readings.machineRefaults,
                  [&](const TargetState& t) { return readingOr(input.readings.memoryOf(t.ref()), "memory.stat"); });
   pruneUnits();
@@ -88,13 +97,34 @@ void Engine::gradualPass(const Input& input, Sensors& in) {
   // last walk under a target with another rule is never reclaimed through its parent. Only
   // when there is something to write: at the floors, idle ticks cost no walk.
   if (!shares.empty() && !policy_.rules.empty() && targets_.lastWalk != now) {
-    if (!walk(now, [&] { return in.tree(descend()); })) return;  // without a fresh walk nothing is written
-    judgeTargets(now);
-    measureTargets(now, *mem, rootMeasured(now) ? std::optional(in.machineRefaults()) : std::nullopt,
-                   [&](const TargetState& t) { return in.memory(t.ref()); });
-    pruneUnits();
-    shares = planPass(*mem, now);
+    Reads tree;
+    tree.tree = true;
+    tree.descend = descend();
+    return tree;
   }
+  settlePass(std::move(shares));
+  return {};
+}
+
+std::optional<Reads> Engine::rewalked(const Input& input) {
+  const TimePoint now = turn_.tick->at;
+  if (!walk(now, [&] { return readingOr(input.readings.tree, "the tree"); }))
+    return std::nullopt;  // without a fresh walk nothing is written
+  judgeTargets(now);
+  return cacheReads(now);
+}
+
+void Engine::remeasured(const Input& input) {
+  Tick& k = *turn_.tick;
+  measureTargets(k.at, *k.mem, input.readings.machineRefaults,
+                 [&](const TargetState& t) { return readingOr(input.readings.memoryOf(t.ref()), "memory.stat"); });
+  pruneUnits();
+  settlePass(planPass(*k.mem, k.at));
+}
+
+void Engine::settlePass(std::vector<PlannedShare> shares) {
+  Tick& k = *turn_.tick;
+  const TimePoint now = k.at;
   scheduleTrims(now);
   if (shares.empty()) {
     // Nothing to write because everything is at its floor (not because a backoff holds it).

@@ -61,7 +61,9 @@ enum class TurnPhase {
   HeldLine,      // meminfo for the line that says why memory is held (then the mode's part)
   Cgroups,       // the units' memory.stat and the cgroups' CPU (then whether each target is idle)
   TargetTotals,  // the targets' pressure totals (then whether the pass has work)
-  Cache,         // the machine's and the targets' cache (then the plan)
+  Cache,         // the machine's and the targets' cache (then the plan, or the walk again)
+  Rewalk,        // the tree again before a write (then the cache of the targets it finds)
+  Remeasure,     // their cache (then the plan)
   Planned,
 };
 
@@ -71,9 +73,10 @@ struct Tick {
   TimePoint at{};                 // the timer's time: the whole turn is judged at it
   std::optional<CpuReading> cpu;  // the tick's CPU times (none: the sample was skipped)
   TurnPhase phase = TurnPhase::Verdict;
-  Reads asked;                      // by the phase before this one
-  bool trims = false;               // a probe is due this turn
-  std::vector<UnitPick> unitPicks;  // quiet cgroups to take as targets, with the Cgroups readings
+  Reads asked;                       // by the phase before this one
+  bool trims = false;                // a probe is due this turn
+  std::optional<proc::Meminfo> mem;  // the machine's, as the pass measured it
+  std::vector<UnitPick> unitPicks;   // quiet cgroups to take as targets, with the Cgroups readings
   Plan plan;
   bool gradual = false;        // the mode when the turn began (a re-probe may change it)
   bool dropMeasuring = false;  // dropcache: meminfo asked for before the drop

@@ -30,10 +30,10 @@ Reads Engine::beginTurn(const Input& input) {
   return k.asked;
 }
 
-Reads Engine::planTurn(const Input& input, Sensors& in) {
+Reads Engine::planTurn(const Input& input) {
   Tick& k = *turn_.tick;
   switch (k.phase) {
-    case TurnPhase::Verdict: return afterVerdict(input, in);
+    case TurnPhase::Verdict: return afterVerdict(input);
     case TurnPhase::HeldLine: sayWhyHeld(k.at, readingOr(input.readings.meminfo, "meminfo")); return planMode();
     case TurnPhase::Cgroups:
       k.phase = TurnPhase::TargetTotals;
@@ -43,13 +43,24 @@ Reads Engine::planTurn(const Input& input, Sensors& in) {
       k.phase = TurnPhase::Cache;
       k.asked = gradualWork(input);
       return k.asked.empty() ? finishPlan() : k.asked;
-    case TurnPhase::Cache: gradualPass(input, in); return finishPlan();
+    case TurnPhase::Cache:
+      k.phase = TurnPhase::Rewalk;
+      k.asked = gradualPass(input);
+      return k.asked.empty() ? finishPlan() : k.asked;
+    case TurnPhase::Rewalk: {
+      k.phase = TurnPhase::Remeasure;
+      std::optional<Reads> cache = rewalked(input);
+      if (!cache) return finishPlan();
+      k.asked = std::move(*cache);
+      return k.asked;
+    }
+    case TurnPhase::Remeasure: remeasured(input); return finishPlan();
     case TurnPhase::Planned: break;
   }
   return {};
 }
 
-Reads Engine::afterVerdict(const Input& input, Sensors& in) {
+Reads Engine::afterVerdict(const Input& input) {
   Tick& k = *turn_.tick;
   const TimePoint now = k.at;
   if (!k.cpu) return finishPlan();
@@ -66,9 +77,11 @@ Reads Engine::afterVerdict(const Input& input, Sensors& in) {
   if (!k.asked.pressure.empty() && pressure_.machine)
     takeTotal(*pressure_.machine, kMachineScope, now,
               readingOr(input.readings.pressureOf(kMachineScope), "the machine's pressure total"));
-  // A walk that fell due after the tree was asked for (a target left meanwhile) reads it now.
-  if (mode_.mode == policies::Mode::Gradual && walkDue(now))
-    walk(now, [&] { return input.readings.tree ? *input.readings.tree : in.tree(descend()); });
+  // Without rules the walk reads nothing (the root is the one target). A walk that fell due after
+  // the tree was asked for (a target left meanwhile) waits: the next turn walks, and the walk
+  // again before a write comes first anyway.
+  if (mode_.mode == policies::Mode::Gradual && walkDue(now) && (policy_.rules.empty() || k.asked.tree))
+    walk(now, [&] { return readingOr(input.readings.tree, "the tree"); });
   if (heldLineDue(now)) {
     k.phase = TurnPhase::HeldLine;
     k.asked = Reads{};

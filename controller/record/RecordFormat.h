@@ -16,8 +16,8 @@
 // or a result), the tree walk ("-" or a result), the busy scan ("-", or a result and reclaimd's
 // own CPU time after it), then a count and each cgroup's memory (<path> <inode> <result>), a
 // count and each cgroup's CPU (the same), and a count and each scope's pressure total (<scope>
-// <result>). What the engine still pulls while it
-// decides follows its input line, one line a reading:
+// <result>). A reading taken through Sensors while the engine decides (it takes none) follows
+// its input line, one a line, and replay answers it from there:
 //   cpu|owncpu|meminfo|refaults|tree|scan ... a reading, as the engine asked for it
 //   memory|cgcpu <path> <inode> <result>      a cgroup's reading
 //   psi <scope> <result>                      a scope's pressure total
