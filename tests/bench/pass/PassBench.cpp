@@ -33,6 +33,7 @@
 #include "cgroup/Tree.h"
 #include "controller/engine/Engine.h"
 #include "controller/shell/BusyScan.h"
+#include "controller/shell/Turn.h"
 #include "controller/shell/Tracker.h"
 #include "policies/Loader.h"
 #include "policies/Step.h"
@@ -196,22 +197,25 @@ class TreeSensors final : public controller::Sensors {
   std::chrono::nanoseconds total_{0};
 };
 
-// A turn as the daemon has it: the timer's decide(), then one for each command it gives (a dry
-// run gives only scopes to watch, answered as watched by a trigger).
+// A turn as the daemon has it: the timer's decide() with the CPU times, then one for each command
+// or read it asks for, with the reads taken (a dry run gives only scopes to watch, answered as
+// watched by a trigger).
 void pass(controller::Engine& engine, controller::Sensors& sensors, TimePoint now) {
   controller::Input input;
   input.now = now;
   input.tick = true;
+  input.readings = controller::takeReadings(controller::tickReads(), sensors);
   for (;;) {
     controller::Output out = engine.decide(input, sensors);
     benchmark::DoNotOptimize(out);
-    if (!out.command) return;
+    if (!controller::asks(out)) return;
     input = controller::Input{};
     input.now = now;
-    if (std::holds_alternative<controller::WatchScope>(*out.command))
+    if (out.command && std::holds_alternative<controller::WatchScope>(*out.command))
       input.result = controller::Watched{controller::PressureFeed::Trigger, "bench", false};
-    else
+    else if (out.command)
       input.result = controller::Unwatched{};
+    input.readings = controller::takeReadings(out.read, sensors);
   }
 }
 
