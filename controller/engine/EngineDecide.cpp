@@ -16,10 +16,9 @@ const char* commandName(const Command& command) {
 // taken after it, then the pressure events that fired; a timer's input begins a turn (its CPU
 // times judge idleness, and the verdict asks for what else the turn needs read); with those
 // readings the turn is planned, phase by phase (the targets and their pressure totals, then their
-// cache, then the pass); then come the
-// turn's commands one at a time (tickCommand), each with the reads its result needs, then the
-// scopes to watch or forget; when nothing is left to do or read the turn is over and the shell
-// is told when to wake.
+// cache, then the pass); then come the turn's commands one at a time (tickCommand), each with the
+// reads its result needs, then the scopes to watch or forget; when nothing is left to do or read
+// the turn is over and the shell is told when to wake.
 Output Engine::decide(const Input& input, Sensors& /*unread: every reading comes in `input`*/) {
   absorb(input);
   for (const ScopeEvent& e : input.pressure)
