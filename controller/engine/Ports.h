@@ -1,7 +1,8 @@
-// What the engine reads, behind one interface. The engine never makes a syscall: the shell's
-// adapters (controller/shell/) implement this over /proc and the cgroup tree, and the engine's
-// tests implement it over a simulated machine. Readings are pulled when a decision needs them,
-// so a quiet tick reads /proc/stat and nothing else.
+// What can be read, behind one interface, and the plain types of the readings. The engine never
+// makes a syscall: the shell's adapters (controller/shell/) implement this over /proc and the
+// cgroup tree, and the engine's tests over a simulated machine; the shell takes what an Output
+// asks for through it (takeReadings, controller/shell/Turn.h) and hands the engine the readings
+// (Readings.h), so a quiet tick reads /proc/stat and nothing else.
 #pragma once
 
 #include <chrono>
