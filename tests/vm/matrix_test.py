@@ -81,13 +81,14 @@ def check(c, boot, row, hot_mib):
             f"{tag}: cache at most {row['bound_mib']:.0f} MiB within {WITHIN_MIN} minutes of the work's end "
             f"({'never' if got is None else f'after {got:.1f} min'}; at the end {row['cache_end_mib']:.0f} MiB)")
     t0, _ = boot.mark("work_end")
-    rates = hot_per_minute(matrixfig.guest_samples(boot), t0)
+    series = matrixfig.guest_samples(boot)
+    rates = hot_per_minute(series, t0)
     limit = hot_mib * 2**20 * 0.01
     if c.check(len(rates) >= MINUTES - SETTLE_MIN - 1, f"{tag}: minutes measured after the first two ({len(rates)})"):
         c.figure(f"{tag}: hot set read from disk per minute after 2 min, KiB", " ".join(f"{r / 1024:.0f}" for r in rates))
         c.check(max(rates) < limit, f"{tag}: hot set read back at under 1 % of its size a minute "
                 f"(worst {max(rates) / 1024:.0f} KiB, limit {limit / 1024:.0f} KiB)")
-    back = hot_read_after(matrixfig.guest_samples(boot), t0)
+    back = hot_read_after(series, t0)
     after = row.get("psi_some_after_work_us")
     c.figure(f"{tag}: hot set read from disk after the work, MiB / workload's memory PSI some after it, ms / "
              f"machine's over the run, ms", f"{f'{back / 2**20:.1f}' if back is not None else '-'} / "
