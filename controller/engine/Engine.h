@@ -181,6 +181,7 @@ class Engine {
   bool walkDue(TimePoint now) const;
   // Where a walk reads below a cgroup: where a rule may match.
   cgroup::Descend descend() const;
+  Reads treeReads() const;  // a walk's: the tree, below the cgroups the rules may match in
   // The targets from the tree `readTree` answers (called only with rules: without, the root is
   // the one target). False when the tree could not be read (the old targets stay, and no pass
   // writes).
@@ -190,11 +191,9 @@ class Engine {
   TargetState newTarget(std::string path, std::uint64_t inode, const policies::Governance& gov, TimePoint now);
   void sampleCgroupCpu(TimePoint now, const Readings& readings);
   void judgeTargets(TimePoint now);
-  // Each measured target's cache from `memoryOf`, the root's from `mem` and `machineRefaults`
-  // (none: not read, when no root is measured).
-  void measureTargets(TimePoint now, const proc::Meminfo& mem,
-                      const std::optional<Result<std::uint64_t>>& machineRefaults,
-                      const std::function<Result<MemoryReading>(const TargetState&)>& memoryOf);
+  // Each measured target's cache from the readings' memory.stat, the root's from `mem` and the
+  // readings' machine refaults (none: not read, when no root is measured).
+  void measureTargets(TimePoint now, const proc::Meminfo& mem, const Readings& readings);
   bool rootMeasured(TimePoint now) const;
   void targetGone(TargetState& t);
   void readFailed(TargetState& t, const Error& error);

@@ -89,18 +89,14 @@ Reads Engine::gradualPass(const Input& input) {
     return {};
   }
   k.mem = *mem;
-  measureTargets(now, *mem, input.readings.machineRefaults,
-                 [&](const TargetState& t) { return readingOr(input.readings.memoryOf(t.ref()), "memory.stat"); });
+  measureTargets(now, *mem, input.readings);
   pruneUnits();
   std::vector<PlannedShare> shares = planPass(*mem, now);
   // About to write: the decomposition must be from this turn, so a cgroup created since the
   // last walk under a target with another rule is never reclaimed through its parent. Only
   // when there is something to write: at the floors, idle ticks cost no walk.
   if (!shares.empty() && !policy_.rules.empty() && targets_.lastWalk != now) {
-    Reads tree;
-    tree.tree = true;
-    tree.descend = descend();
-    return tree;
+    return treeReads();
   }
   settlePass(std::move(shares));
   return {};
@@ -116,8 +112,7 @@ std::optional<Reads> Engine::rewalked(const Input& input) {
 
 void Engine::remeasured(const Input& input) {
   Tick& k = *turn_.tick;
-  measureTargets(k.at, *k.mem, input.readings.machineRefaults,
-                 [&](const TargetState& t) { return readingOr(input.readings.memoryOf(t.ref()), "memory.stat"); });
+  measureTargets(k.at, *k.mem, input.readings);
   pruneUnits();
   settlePass(planPass(*k.mem, k.at));
 }

@@ -35,6 +35,13 @@ bool Engine::walkDue(TimePoint now) const {
   return !targets_.lastWalk || (!policy_.rules.empty() && now - *targets_.lastWalk >= kWalkPeriod);
 }
 
+Reads Engine::treeReads() const {
+  Reads r;
+  r.tree = true;
+  r.descend = descend();
+  return r;
+}
+
 cgroup::Descend Engine::descend() const {
   return [this](std::string_view path) { return policies::mayMatchBelow(policy_.rules, path); };
 }
@@ -225,14 +232,12 @@ bool Engine::rootMeasured(TimePoint now) const {
                      [&](const TargetState& t) { return t.isRoot() && t.gov.pressure.enabled && measures(t, now); });
 }
 
-void Engine::measureTargets(TimePoint now, const proc::Meminfo& mem,
-                            const std::optional<Result<std::uint64_t>>& machineRefaults,
-                            const std::function<Result<MemoryReading>(const TargetState&)>& memoryOf) {
+void Engine::measureTargets(TimePoint now, const proc::Meminfo& mem, const Readings& readings) {
   pressure_.machineRefaults.reset();
   if (rootMeasured(now)) {
     // Unreadable, the root's refault check is skipped this turn, ignoring the error: its watch
     // and rate wait for the next reading.
-    const Result<std::uint64_t> r = readingOr(machineRefaults, "/proc/vmstat");
+    const Result<std::uint64_t> r = readingOr(readings.machineRefaults, "/proc/vmstat");
     if (r)
       pressure_.machineRefaults = *r;
     else
@@ -250,7 +255,7 @@ void Engine::measureTargets(TimePoint now, const proc::Meminfo& mem,
       if (pressure_.machineRefaults) checkRefaults(t, now);
       continue;
     }
-    const Result<MemoryReading> m = memoryOf(t);
+    const Result<MemoryReading> m = readingOr(readings.memoryOf(t.ref()), "memory.stat");
     if (!m) {
       readFailed(t, m.error());
       continue;

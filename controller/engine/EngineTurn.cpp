@@ -24,8 +24,9 @@ Reads Engine::beginTurn(const Input& input) {
   if (pressure_.machine && pressure_.machine->needsTotals() && pressure_.machine->readsTotals())
     k.asked.pressure.push_back(kMachineScope);
   if (mode_.mode == policies::Mode::Gradual && !policy_.rules.empty() && walkDue(k.at)) {
-    k.asked.tree = true;
-    k.asked.descend = descend();
+    const Reads tree = treeReads();
+    k.asked.tree = tree.tree;
+    k.asked.descend = tree.descend;
   }
   return k.asked;
 }
