@@ -87,7 +87,7 @@ class BusyCgroups {
 
   // Adds a scan taken at `at` (not before the newest held). `machineTotal` is the machine's
   // cumulative CPU time, all CPUs, busy and idle (CpuReading::total) read at the same turn;
-  // `ownCpu` is reclaimd's own cumulative CPU time (Sensors::ownCpu).
+  // `ownCpu` is reclaimd's own cumulative CPU time (ScanRead::ownCpu).
   void add(TimePoint at, std::chrono::nanoseconds machineTotal, std::chrono::nanoseconds ownCpu, CgroupCpuScan scan);
 
   // The `n` cgroups with the largest share of all CPUs (own CPU, children excluded) between the

@@ -25,7 +25,7 @@
 #include "base/Result.h"
 #include "cgroup/ReclaimTypes.h"
 #include "controller/engine/Capabilities.h"
-#include "controller/engine/Ports.h"
+#include "controller/engine/Readings.h"
 #include "controller/engine/Readings.h"
 #include "controller/engine/Scope.h"
 #include "psi/TriggerSpec.h"

@@ -4,7 +4,7 @@
 // each command it carried out; the engine answers with the next command (a chunk of a step to
 // write, caches to drop, memory to compact, a pressure scope to watch or forget, the kernel to
 // probe again) and the reads its next decision needs (Readings.h; a quiet tick reads /proc/stat
-// and nothing else); it reads nothing itself, through Sensors or otherwise. Its state
+// and nothing else); it reads nothing itself. Its state
 // is a few plain structs (EngineState.h), one per part of the law: the machine's idleness, the
 // targets, pressure, the turn in progress, the counters, and what the log has already said. It
 // makes no syscall, reads no clock and logs nothing itself: what it has to say comes back as
@@ -31,7 +31,7 @@
 #include "controller/engine/EngineState.h"
 #include "controller/engine/IdleDetector.h"
 #include "controller/engine/ModeChoice.h"
-#include "controller/engine/Ports.h"
+#include "controller/engine/Readings.h"
 #include "controller/engine/ReclaimStep.h"
 #include "controller/engine/Scope.h"
 #include "controller/engine/StatusData.h"
@@ -78,7 +78,7 @@ class Engine {
 
   // The one entry point while running (Commands.h): takes what happened, answers what to do.
   // `in` is not read: every reading comes in `input` (the parameter goes with its callers).
-  Output decide(const Input& input, Sensors& in);
+  Output decide(const Input& input);
   // True between a tick's first decide() and the one that answers no command.
   bool inTurn() const { return turn_.tick.has_value(); }
 

@@ -19,7 +19,7 @@ const char* commandName(const Command& command) {
 // cache, then the pass); then come the turn's commands one at a time (tickCommand), each with the
 // reads its result needs, then the scopes to watch or forget; when nothing is left to do or read
 // the turn is over and the shell is told when to wake.
-Output Engine::decide(const Input& input, Sensors& /*unread: every reading comes in `input`*/) {
+Output Engine::decide(const Input& input) {
   absorb(input);
   for (const ScopeEvent& e : input.pressure)
     pressureEvent(e, input.now);

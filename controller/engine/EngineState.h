@@ -22,7 +22,7 @@
 #include "controller/engine/Commands.h"
 #include "controller/engine/Decide.h"
 #include "controller/engine/IdleDetector.h"
-#include "controller/engine/Ports.h"
+#include "controller/engine/Readings.h"
 #include "controller/engine/ReclaimStep.h"
 #include "controller/engine/Scope.h"
 #include "controller/engine/TargetState.h"

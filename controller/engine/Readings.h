@@ -10,14 +10,41 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "base/Result.h"
 #include "cgroup/TreeNodes.h"
-#include "controller/engine/Ports.h"
+#include "controller/engine/BusyCgroups.h"
 #include "proc/Meminfo.h"
 
 namespace reclaimd::controller {
+
+// A pressure scope: 0 is the machine's, any other value is the id of the target it watches.
+using ScopeId = std::uint32_t;
+inline constexpr ScopeId kMachineScope = 0;
+
+// A cgroup as the engine knows it: its path below the root ("" for the root) and the inode it
+// had when walked. An adapter that finds another inode at the path answers ENOENT (gone).
+struct CgroupRef {
+  std::string_view path;
+  std::uint64_t inode = 0;
+};
+
+// The machine's CPU time, summed over all CPUs, from /proc/stat: busy is
+// user+nice+system+irq+softirq+steal, total adds idle+iowait.
+struct CpuReading {
+  std::chrono::nanoseconds busy{0};
+  std::chrono::nanoseconds total{0};
+  unsigned cpus = 0;  // online CPUs; 0 when unknown
+};
+
+// A cgroup's reclaimable file cache (memory.stat active_file + inactive_file: not "file",
+// which holds tmpfs) and its workingset_refault_file counter (pages).
+struct MemoryReading {
+  std::uint64_t reclaimable = 0;
+  std::uint64_t refaults = 0;
+};
 
 // A cgroup named by the path and inode the engine knows it by (CgroupRef, owned).
 struct CgroupKey {

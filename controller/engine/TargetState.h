@@ -14,7 +14,7 @@
 #include "base/Clock.h"
 #include "controller/engine/Decide.h"
 #include "controller/engine/IdleDetector.h"
-#include "controller/engine/Ports.h"
+#include "controller/engine/Readings.h"
 #include "controller/engine/Refault.h"
 #include "controller/engine/TrimLaw.h"
 #include "controller/engine/Scope.h"

@@ -11,17 +11,13 @@
 //   in <now_ns> <tick> <stop> <n> [<scope> <gone> <total>]... <result> <readings>   one Input
 //   did <command...>                          the command the engine answered with
 //   ask <reads...>                            the reads it asked for, answered in the next in
+//   end <why>                                 the recording ends (stop, size cap, reload)
 // The readings of an Input: the machine's CPU times ("-" when not read, else a result of busy,
 // total and CPUs), reclaimd's own ("-" or nanoseconds), the machine's meminfo and refaults ("-"
 // or a result), the tree walk ("-" or a result), the busy scan ("-", or a result and reclaimd's
 // own CPU time after it), then a count and each cgroup's memory (<path> <inode> <result>), a
 // count and each cgroup's CPU (the same), and a count and each scope's pressure total (<scope>
-// <result>). A reading taken through Sensors while the engine decides (it takes none) follows
-// its input line, one a line, and replay answers it from there:
-//   cpu|owncpu|meminfo|refaults|tree|scan ... a reading, as the engine asked for it
-//   memory|cgcpu <path> <inode> <result>      a cgroup's reading
-//   psi <scope> <result>                      a scope's pressure total
-//   end <why>                                 the recording ends (stop, size cap, reload)
+// <result>).
 #pragma once
 
 #include <chrono>

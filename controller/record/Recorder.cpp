@@ -7,21 +7,6 @@
 
 namespace reclaimd::controller {
 
-namespace {
-
-// "ok" and the fields, or the error.
-template <class T, class F>
-void result(LineWriter& w, const Result<T>& r, F fields) {
-  if (!r) {
-    w.error(r.error());
-    return;
-  }
-  w.word("ok");
-  fields(*r);
-}
-
-}  // namespace
-
 Result<std::unique_ptr<Recorder>> Recorder::create(const std::string& path, std::uint64_t limit,
                                                    std::function<void(const std::string&)> ended) {
   const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
@@ -95,79 +80,6 @@ void Recorder::did(const Command& command) {
 
 void Recorder::asked(const Reads& reads) {
   put(LineWriter("ask").word(readsText(reads)));
-}
-
-Result<CpuReading> Recorder::cpu() {
-  auto r = inner_->cpu();
-  LineWriter w("cpu");
-  result(w, r, [&](const CpuReading& c) { w.ns(c.busy).ns(c.total).i(c.cpus); });
-  put(w);
-  return r;
-}
-
-std::chrono::nanoseconds Recorder::ownCpu() {
-  const auto own = inner_->ownCpu();
-  put(LineWriter("owncpu").ns(own));
-  return own;
-}
-
-Result<proc::Meminfo> Recorder::meminfo() {
-  auto r = inner_->meminfo();
-  LineWriter w("meminfo");
-  result(w, r, [&](const proc::Meminfo& m) { writeMeminfo(w, m); });
-  put(w);
-  return r;
-}
-
-Result<std::uint64_t> Recorder::machineRefaults() {
-  auto r = inner_->machineRefaults();
-  LineWriter w("refaults");
-  result(w, r, [&](std::uint64_t v) { w.u(v); });
-  put(w);
-  return r;
-}
-
-Result<cgroup::Tree> Recorder::tree(const cgroup::Descend& descend) {
-  auto r = inner_->tree(descend);
-  LineWriter w("tree");
-  result(w, r, [&](const cgroup::Tree& t) { writeTree(w, t); });
-  put(w);
-  return r;
-}
-
-Result<MemoryReading> Recorder::memory(const CgroupRef& cgroup) {
-  auto r = inner_->memory(cgroup);
-  LineWriter w("memory");
-  w.s(cgroup.path).u(cgroup.inode);
-  result(w, r, [&](const MemoryReading& m) { w.u(m.reclaimable).u(m.refaults); });
-  put(w);
-  return r;
-}
-
-Result<std::chrono::nanoseconds> Recorder::cgroupCpu(const CgroupRef& cgroup) {
-  auto r = inner_->cgroupCpu(cgroup);
-  LineWriter w("cgcpu");
-  w.s(cgroup.path).u(cgroup.inode);
-  result(w, r, [&](std::chrono::nanoseconds d) { w.ns(d); });
-  put(w);
-  return r;
-}
-
-Result<CgroupCpuScan> Recorder::cgroupCpuScan() {
-  auto r = inner_->cgroupCpuScan();
-  LineWriter w("scan");
-  result(w, r, [&](const CgroupCpuScan& s) { writeScan(w, s); });
-  put(w);
-  return r;
-}
-
-Result<std::uint64_t> Recorder::pressureTotal(ScopeId scope) {
-  auto r = inner_->pressureTotal(scope);
-  LineWriter w("psi");
-  w.u(scope);
-  result(w, r, [&](std::uint64_t v) { w.u(v); });
-  put(w);
-  return r;
 }
 
 }  // namespace reclaimd::controller

@@ -1,7 +1,6 @@
 // `reclaimd record`: every input the engine sees, written as it sees it (RecordFormat.h), so a
 // run can be replayed offline. The command loop tells it each input (with the readings the engine
-// asked for), each command and each request to read (DecideLog, Turn.h); what the engine still
-// pulls while it decides goes through it (it stands before the real Sensors). The file is bounded:
+// asked for), each command and each request to read (DecideLog, Turn.h). The file is bounded:
 // past its limit the recording ends with an end line (the daemon runs on and says so).
 #pragma once
 
@@ -11,7 +10,6 @@
 #include <string>
 #include <vector>
 
-#include "controller/engine/Ports.h"
 #include "controller/record/RecordFormat.h"
 #include "controller/shell/Turn.h"
 #include "policies/Loader.h"
@@ -21,7 +19,7 @@ namespace reclaimd::controller {
 // The default bound on a recording: a busy machine's day at one tick a second.
 inline constexpr std::uint64_t kDefaultRecordLimit = 256ULL << 20;
 
-class Recorder final : public Sensors, public DecideLog {
+class Recorder final : public DecideLog {
  public:
   // Creates (or truncates) `path`, mode 0600. `ended` is told why, once, when the recording
   // ends before the daemon stops (the size limit, a write error, a reload).
@@ -34,21 +32,10 @@ class Recorder final : public Sensors, public DecideLog {
   void caps(const Capabilities& caps, std::string_view why);
   // The recording ends here (the daemon stops, or a reload: a recording holds one policy).
   void end(const std::string& why);
-  void wrap(Sensors* inner) { inner_ = inner; }
 
   void input(const Input& input) override;
   void did(const Command& command) override;
   void asked(const Reads& reads) override;
-
-  Result<CpuReading> cpu() override;
-  std::chrono::nanoseconds ownCpu() override;
-  Result<proc::Meminfo> meminfo() override;
-  Result<std::uint64_t> machineRefaults() override;
-  Result<cgroup::Tree> tree(const cgroup::Descend& descend) override;
-  Result<MemoryReading> memory(const CgroupRef& cgroup) override;
-  Result<std::chrono::nanoseconds> cgroupCpu(const CgroupRef& cgroup) override;
-  Result<CgroupCpuScan> cgroupCpuScan() override;
-  Result<std::uint64_t> pressureTotal(ScopeId scope) override;
 
  private:
   Recorder(std::FILE* file, std::uint64_t limit, std::function<void(const std::string&)> ended)
@@ -60,7 +47,6 @@ class Recorder final : public Sensors, public DecideLog {
   std::uint64_t written_ = 0;
   bool open_ = true;
   std::function<void(const std::string&)> ended_;
-  Sensors* inner_ = nullptr;
 };
 
 }  // namespace reclaimd::controller

@@ -45,100 +45,6 @@ class Lines {
   std::size_t number_ = 0;
 };
 
-// The engine's readings, answered from the recording in its order.
-class ReplaySensors final : public Sensors {
- public:
-  explicit ReplaySensors(Lines& lines) : lines_(lines) {}
-  // Set when the engine asked for what the recording does not have next.
-  std::string problem;
-  // Set when the recording ended where the engine asked for a reading.
-  std::string ended;
-
-  Result<CpuReading> cpu() override {
-    return answer<CpuReading>("cpu", [](LineReader& r) { auto busy = r.ns();
-      auto total = r.ns();
-      // Any count is a reading the engine must take; a negative one is none.
-      return CpuReading{busy, total, static_cast<unsigned>(std::clamp<std::int64_t>(r.i(), 0, 1 << 20))};
-    });
-  }
-  std::chrono::nanoseconds ownCpu() override {
-    auto r = next("owncpu");
-    return r ? r->ns() : std::chrono::nanoseconds(0);
-  }
-  Result<proc::Meminfo> meminfo() override {
-    return answer<proc::Meminfo>("meminfo", [](LineReader& r) { return readMeminfo(r); });
-  }
-  Result<std::uint64_t> machineRefaults() override {
-    return answer<std::uint64_t>("refaults", [](LineReader& r) { return r.u(); });
-  }
-  Result<cgroup::Tree> tree(const cgroup::Descend&) override {
-    return answer<cgroup::Tree>("tree", [](LineReader& r) { return readTree(r); });
-  }
-  Result<MemoryReading> memory(const CgroupRef& ref) override {
-    return answer<MemoryReading>("memory", [](LineReader& r) { return MemoryReading{r.u(), r.u()}; }, &ref);
-  }
-  Result<std::chrono::nanoseconds> cgroupCpu(const CgroupRef& ref) override {
-    return answer<std::chrono::nanoseconds>("cgcpu", [](LineReader& r) { return r.ns(); }, &ref);
-  }
-  Result<CgroupCpuScan> cgroupCpuScan() override {
-    return answer<CgroupCpuScan>("scan", [](LineReader& r) { return readScan(r); });
-  }
-  Result<std::uint64_t> pressureTotal(ScopeId scope) override {
-    auto r = next("psi");
-    if (r && r->u(UINT32_MAX) != scope && r->ok()) mismatch("psi of scope " + std::to_string(scope), *r);
-    return finish<std::uint64_t>(r, [](LineReader& x) { return x.u(); });
-  }
-
- private:
-  // The next line, which must be of `kind`; nullopt (and `problem` or `ended` set) otherwise.
-  std::unique_ptr<LineReader> next(const std::string& kind) {
-    if (!problem.empty() || !ended.empty()) return nullptr;
-    const std::string* line = lines_.peek();
-    auto r = std::make_unique<LineReader>(line ? *line : std::string("end the%20file%20ends"));
-    if (r->kind() == "end") {
-      ended = r->s();
-      return nullptr;
-    }
-    lines_.take();
-    if (r->kind() != kind) {
-      mismatch(kind, *r);
-      return nullptr;
-    }
-    return r;
-  }
-  void mismatch(const std::string& asked, const LineReader& r) {
-    if (problem.empty())
-      problem = "line " + std::to_string(lines_.number()) + ": the engine asks for " + asked +
-                ", the recording has a " + r.kind() + " line";
-  }
-  template <class T, class F>
-  Result<T> answer(const std::string& kind, F fields, const CgroupRef* ref = nullptr) {
-    auto r = next(kind);
-    if (r && ref) {
-      const std::string path = r->s();
-      const std::uint64_t inode = r->u();
-      if (r->ok() && (path != ref->path || inode != ref->inode))
-        mismatch(kind + " of '" + std::string(ref->path) + "'", *r);
-    }
-    return finish<T>(r, fields);
-  }
-  template <class T, class F>
-  Result<T> finish(const std::unique_ptr<LineReader>& r, F fields) {
-    if (!r || !problem.empty()) return errnoError(ENODATA, "no reading in the recording");
-    Error e;
-    const bool ok = r->okOrError(e);
-    std::optional<T> value;
-    if (ok) value.emplace(fields(*r));
-    if (!r->done() && problem.empty())
-      problem = "line " + std::to_string(lines_.number()) + ": " + r->kind() + ": " + r->problem();
-    if (!problem.empty()) return errnoError(ENODATA, "a malformed reading in the recording");
-    if (!ok) return e;
-    return std::move(*value);
-  }
-
-  Lines& lines_;
-};
-
 class Replayer {
  public:
   Replayer(std::istream& in, std::ostream& out, std::ostream& err) : lines_(in), out_(out), err_(err) {}
@@ -175,7 +81,6 @@ class Replayer {
   std::ostream& out_;
   std::ostream& err_;
   std::unique_ptr<Engine> engine_;
-  std::optional<ReplaySensors> sensors_;
 };
 
 bool Replayer::header() {
@@ -209,7 +114,6 @@ bool Replayer::header() {
   auto policy = files.empty() ? Result<policies::Policy>(policies::Policy{}) : policies::parsePolicyBounded(files);
   if (!policy) return fail("the recorded policy is invalid: " + policy.error().message());
   engine_ = std::make_unique<Engine>(std::move(*policy), setup);
-  sensors_.emplace(lines_);
   print(engine_->takeEvents());
   return true;
 }
@@ -230,9 +134,7 @@ bool Replayer::step(LineReader& r) {
 bool Replayer::decide(LineReader& r) {
   const Input input = readInput(r);
   if (!r.done()) return fail("a malformed input: " + r.problem());
-  const Output said = engine_->decide(input, *sensors_);
-  if (!sensors_->problem.empty()) return fail(sensors_->problem);
-  if (!sensors_->ended.empty()) return true;  // cut short: the next line is the end
+  const Output said = engine_->decide(input);
   print(said.events);
   if (!expect("did", said.command ? std::optional(commandText(*said.command)) : std::nullopt, "a command"))
     return false;
@@ -246,7 +148,7 @@ bool Replayer::expect(const std::string& kind, const std::optional<std::string>&
   const std::string* next = lines_.peek();
   const std::string nextKind = next ? next->substr(0, next->find(' ')) : "end";
   if (nextKind != "did" && nextKind != "ask" && nextKind != "in" && nextKind != "caps" && nextKind != "end")
-    return fail("the recording has a " + nextKind.substr(0, 40) + " reading next that the engine did not ask for");
+    return fail("a " + nextKind.substr(0, 40) + " line where a command, reads or the next input belongs");
   const bool recorded = nextKind == kind;
   const std::string recordedText = recorded ? next->substr(kind.size() + 1) : "";
   if (!text) {

@@ -1,6 +1,6 @@
 // The cgroups' CPU for "why memory is held": one walk of the tree and one cpu.stat read per
-// cgroup, taken through the engine's port (Sensors) while the machine is not idle, at most every
-// kBusyScanEvery (controller/engine/BusyCgroups.h ranks the scans).
+// cgroup, taken through the shell's Sensors when the engine asks for it (not while idle), at
+// most every kBusyScanEvery (controller/engine/BusyCgroups.h ranks the scans).
 #pragma once
 
 #include <cstddef>

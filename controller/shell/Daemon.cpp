@@ -111,7 +111,6 @@ Result<void> Daemon::startRecording() {
   });
   if (!recorder) return recorder.error();
   recorder_ = std::move(*recorder);
-  recorder_->wrap(&*sensors_);
   recorder_->begin(engine_.setup(), options_.policyFiles);
   return {};
 }
@@ -122,7 +121,7 @@ Result<void> Daemon::listen() {
       !r)
     return r;
   auto onPressure = [this] {
-    betweenTurns(engine_, *sensors_, *actuator_, clock_, recorder_.get(), recorder_.get());
+    betweenTurns(engine_, *sensors_, *actuator_, clock_, recorder_.get());
     flushEvents();
   };
   if (auto r = loop_->add(pressure_.fd(), onPressure, kRankPressure); !r) return r;
@@ -165,7 +164,7 @@ void Daemon::applyProbe(const char* why) {
   if (recorder_) recorder_->caps(caps, why);
   engine_.setCapabilities(caps, why);
   flushEvents();
-  betweenTurns(engine_, *sensors_, *actuator_, clock_, recorder_.get(), recorder_.get());  // the scopes to watch
+  betweenTurns(engine_, *sensors_, *actuator_, clock_, recorder_.get());  // the scopes to watch
 }
 
 int Daemon::run() {
@@ -245,7 +244,7 @@ bool Daemon::stopPending() const {
 
 void Daemon::turn() {
   const TimePoint now = clock_.now();
-  TimePoint wake = runTurn(engine_, *sensors_, *actuator_, clock_, now, recorder_.get(), recorder_.get());
+  TimePoint wake = runTurn(engine_, *sensors_, *actuator_, clock_, now, recorder_.get());
   retainTargets();
   flushEvents();
   notifier_.watchdog(now);

@@ -7,7 +7,7 @@
 #include <string>
 
 #include "controller/Paths.h"
-#include "controller/engine/Ports.h"
+#include "controller/shell/Sensors.h"
 #include "controller/shell/PressureIo.h"
 #include "controller/shell/Tracker.h"
 #include "controller/shell/Turn.h"

@@ -9,7 +9,7 @@
 #include "base/UniqueFd.h"
 #include "cgroup/Cgroup.h"
 #include "cgroup/Tree.h"
-#include "controller/engine/Ports.h"
+#include "controller/engine/Readings.h"
 
 namespace reclaimd::controller {
 

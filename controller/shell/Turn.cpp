@@ -63,14 +63,13 @@ std::vector<ScopeEvent> takeEvents(Actuator& out, Sensors& in) {
   return events;
 }
 
-Output drive(Engine& engine, Sensors& in, Actuator& out, const Clock& clock, Input input, DecideLog* log,
-             Sensors* pulled) {
+Output drive(Engine& engine, Sensors& in, Actuator& out, const Clock& clock, Input input, DecideLog* log) {
   for (;;) {
     input.now = input.tick && input.now != TimePoint{} ? input.now : clock.now();
     input.pressure = takeEvents(out, in);
     input.stop = out.stopPending();
     if (log) log->input(input);
-    Output said = engine.decide(input, pulled ? *pulled : in);
+    Output said = engine.decide(input);
     out.publish(std::move(said.events));
     if (!asks(said)) return said;
     input = Input{};
@@ -85,18 +84,18 @@ Output drive(Engine& engine, Sensors& in, Actuator& out, const Clock& clock, Inp
   }
 }
 
-TimePoint runTurn(Engine& engine, Sensors& in, Actuator& out, const Clock& clock, TimePoint now, DecideLog* log,
-                  Sensors* pulled) {
+TimePoint runTurn(Engine& engine, Sensors& in, Actuator& out, const Clock& clock, TimePoint now,
+                  DecideLog* log) {
   Input tick;
   tick.now = now;
   tick.tick = true;
   tick.readings = takeReadings(tickReads(), in);
-  const Output last = drive(engine, in, out, clock, std::move(tick), log, pulled);
+  const Output last = drive(engine, in, out, clock, std::move(tick), log);
   return last.wake.value_or(now);
 }
 
-void betweenTurns(Engine& engine, Sensors& in, Actuator& out, const Clock& clock, DecideLog* log, Sensors* pulled) {
-  drive(engine, in, out, clock, Input{}, log, pulled);
+void betweenTurns(Engine& engine, Sensors& in, Actuator& out, const Clock& clock, DecideLog* log) {
+  drive(engine, in, out, clock, Input{}, log);
 }
 
 }  // namespace reclaimd::controller

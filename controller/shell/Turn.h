@@ -10,7 +10,7 @@
 #include "cgroup/Reclaim.h"
 #include "controller/engine/Commands.h"
 #include "controller/engine/Engine.h"
-#include "controller/engine/Ports.h"
+#include "controller/shell/Sensors.h"
 
 namespace reclaimd::controller {
 
@@ -61,20 +61,16 @@ std::vector<ScopeEvent> takeEvents(Actuator& out, Sensors& in);
 
 // Gives the engine `first` (its time, its pressure events and a pending stop are filled in
 // here), then carries out its commands and takes the reads it asks for from `in`, until it asks
-// for neither. Answers the last Output: its wake is set when a turn ended. The readings a turn
-// begins with the engine still pulls while it decides: through `pulled` when given (the recorder,
-// which writes down what is pulled), else through `in`.
-Output drive(Engine& engine, Sensors& in, Actuator& out, const Clock& clock, Input first, DecideLog* log = nullptr,
-             Sensors* pulled = nullptr);
+// for neither. Answers the last Output: its wake is set when a turn ended.
+Output drive(Engine& engine, Sensors& in, Actuator& out, const Clock& clock, Input first, DecideLog* log = nullptr);
 
 // A turn at `now` (the timer fired; its input carries the tick's readings, tickReads()); answers
 // when the next one is due.
 TimePoint runTurn(Engine& engine, Sensors& in, Actuator& out, const Clock& clock, TimePoint now,
-                  DecideLog* log = nullptr, Sensors* pulled = nullptr);
+                  DecideLog* log = nullptr);
 
 // Between turns: hands the engine the pending PSI trigger events, and carries out what it answers
 // (after a probe or a reload, the scopes to watch).
-void betweenTurns(Engine& engine, Sensors& in, Actuator& out, const Clock& clock, DecideLog* log = nullptr,
-                  Sensors* pulled = nullptr);
+void betweenTurns(Engine& engine, Sensors& in, Actuator& out, const Clock& clock, DecideLog* log = nullptr);
 
 }  // namespace reclaimd::controller

@@ -26,7 +26,7 @@ class DecideTest : public EngineHarness {
     input.readings = controller::takeReadings(controller::tickReads(), sim_);
     std::vector<Command> given;
     for (;;) {
-      controller::Output out = engine_->decide(input, sim_);
+      controller::Output out = engine_->decide(input);
       for (Event& e : out.events)
         events_.push_back(std::move(e));
       if (!controller::asks(out)) {
@@ -97,7 +97,7 @@ TEST_F(DecideTest, ATickCarriesItsCpuReadingAndOneWithoutIsASkippedSample) {
   controller::Input input;
   input.now = clock_.now();
   input.tick = true;
-  controller::Output out = engine_->decide(input, sim_);
+  controller::Output out = engine_->decide(input);
   EXPECT_EQ(sim_.reads["cpu"], cpuReads) << "the engine reads no CPU itself";
   EXPECT_FALSE(controller::asks(out));
   EXPECT_TRUE(out.wake.has_value());
@@ -120,7 +120,7 @@ TEST_F(DecideTest, ABusyTicksVerdictAsksForAScanBeforeTheTurnIsPlanned) {
   input.now = clock_.now();
   input.tick = true;
   input.readings = controller::takeReadings(controller::tickReads(), sim_);
-  const controller::Output out = engine_->decide(input, sim_);
+  const controller::Output out = engine_->decide(input);
   EXPECT_FALSE(out.command.has_value());
   EXPECT_FALSE(out.wake.has_value()) << "the turn goes on with the readings";
   EXPECT_TRUE(out.read.scan);
@@ -131,7 +131,7 @@ TEST_F(DecideTest, ABusyTicksVerdictAsksForAScanBeforeTheTurnIsPlanned) {
   next.now = clock_.now();
   next.readings = controller::takeReadings(out.read, sim_);
   EXPECT_EQ(sim_.reads["scan"], scans + 1);
-  const controller::Output planned = engine_->decide(next, sim_);
+  const controller::Output planned = engine_->decide(next);
   EXPECT_FALSE(planned.read.scan) << "scanned once";
 }
 
@@ -147,13 +147,13 @@ TEST_F(DecideTest, ATurnWithWorkAsksForItsTargetsCacheInOneRead) {
   clock_.set(input.now);
   input.tick = true;
   input.readings = controller::takeReadings(controller::tickReads(), sim_);
-  controller::Output out = engine_->decide(input, sim_);
+  controller::Output out = engine_->decide(input);
   // Before it, the verdict's reads (this tick starts the idle period: meminfo for its line).
   for (int i = 0; i < 4 && !out.command && out.read.memory.empty(); ++i) {
     controller::Input next;
     next.now = clock_.now();
     next.readings = controller::takeReadings(out.read, sim_);
-    out = engine_->decide(next, sim_);
+    out = engine_->decide(next);
   }
   ASSERT_TRUE(out.read.meminfo) << "the cache is read before the plan";
   EXPECT_FALSE(out.command.has_value());
@@ -213,19 +213,19 @@ TEST_F(DecideTest, AReloadWatchesEveryScopeAfresh) {
   reload(policies::Policy{});
   controller::Input input;
   input.now = clock_.now();
-  controller::Output out = engine_->decide(input, sim_);
+  controller::Output out = engine_->decide(input);
   ASSERT_TRUE(out.command.has_value());
   const auto* forget = std::get_if<controller::UnwatchScope>(&*out.command);
   ASSERT_NE(forget, nullptr) << controller::commandName(*out.command);
   EXPECT_EQ(forget->id, controller::kMachineScope);
   input.result = controller::Unwatched{};
-  out = engine_->decide(input, sim_);
+  out = engine_->decide(input);
   ASSERT_TRUE(out.command.has_value());
   const auto* watch = std::get_if<controller::WatchScope>(&*out.command);
   ASSERT_NE(watch, nullptr) << controller::commandName(*out.command);
   EXPECT_EQ(watch->id, controller::kMachineScope);
   input.result = controller::Watched{controller::PressureFeed::Trigger, "test", false};
-  out = engine_->decide(input, sim_);
+  out = engine_->decide(input);
   EXPECT_FALSE(out.command.has_value()) << "watched once: nothing more to do";
   EXPECT_FALSE(out.wake.has_value()) << "no turn began: no wake to tell";
 }

@@ -197,26 +197,38 @@ class TreeSensors final : public controller::Sensors {
   std::chrono::nanoseconds total_{0};
 };
 
-// A turn as the daemon has it: the timer's decide() with the CPU times, then one for each command
-// or read it asks for, with the reads taken (a dry run gives only scopes to watch, answered as
-// watched by a trigger).
-void pass(controller::Engine& engine, controller::Sensors& sensors, TimePoint now) {
-  controller::Input input;
-  input.now = now;
-  input.tick = true;
-  input.readings = controller::takeReadings(controller::tickReads(), sensors);
-  for (;;) {
-    controller::Output out = engine.decide(input, sensors);
-    benchmark::DoNotOptimize(out);
-    if (!controller::asks(out)) return;
-    input = controller::Input{};
-    input.now = now;
-    if (out.command && std::holds_alternative<controller::WatchScope>(*out.command))
-      input.result = controller::Watched{controller::PressureFeed::Trigger, "bench", false};
-    else if (out.command)
-      input.result = controller::Unwatched{};
-    input.readings = controller::takeReadings(out.read, sensors);
+// The machine's side of a dry run's turn: it writes nothing, so the only commands are the
+// scopes to watch, answered as watched by a trigger.
+class WatchOnly final : public controller::Actuator {
+ public:
+  cgroup::ReclaimWrite reclaim(const controller::CgroupRef&, std::uint64_t, cgroup::ReclaimFormat) override {
+    return cgroup::ReclaimWrite{};
   }
+  Result<void> dropCaches() override { return {}; }
+  Result<void> compact() override { return {}; }
+  controller::Capabilities reprobe() override { return {}; }
+  controller::Watched watch(const controller::WatchScope&) override {
+    return controller::Watched{controller::PressureFeed::Trigger, "bench", false};
+  }
+  void unwatch(controller::ScopeId) override {}
+  bool stopPending() override { return false; }
+  std::vector<controller::ScopeEvent> pressureEvents() override { return {}; }
+  void publish(Events events) override { benchmark::DoNotOptimize(events); }
+};
+
+// The pass's clock stands still: a turn's commands all happen at its time.
+class StillClock final : public Clock {
+ public:
+  TimePoint now() const override { return at; }
+  TimePoint at{};
+};
+
+// A turn as the daemon has it (runTurn, the same code), over the fixture tree.
+void pass(controller::Engine& engine, controller::Sensors& sensors, TimePoint now) {
+  static WatchOnly actuator;
+  static StillClock clock;
+  clock.at = now;
+  benchmark::DoNotOptimize(controller::runTurn(engine, sensors, actuator, clock, now));
 }
 
 void BM_Pass(benchmark::State& state, const char* policyText, bool flat = false) {
