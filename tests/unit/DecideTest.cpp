@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <functional>
 #include <set>
 #include <string>
 
@@ -19,7 +20,10 @@ class DecideTest : public EngineHarness {
  protected:
   // One tick, each command carried out by the simulated machine; `stopAfterChunk`: a stop is
   // pending from the first chunk's result on.
-  std::vector<Command> tick(bool stopAfterChunk = false) {
+  // `between`, when given, sees each Output the turn goes on from, and the Input about to answer
+  // it (after the command was carried out and the reads taken).
+  std::vector<Command> tick(bool stopAfterChunk = false,
+                            const std::function<void(const controller::Output&, controller::Input&)>& between = {}) {
     controller::Input input;
     input.now = clock_.now();
     input.tick = true;
@@ -42,6 +46,7 @@ class DecideTest : public EngineHarness {
       input.readings = controller::takeReadings(out.read, sim_);
       input.now = clock_.now();
       input.stop = stopAfterChunk && !given.empty() && std::holds_alternative<controller::ReclaimChunk>(given.front());
+      if (between) between(out, input);
     }
   }
   // Ticks until one gives a chunk to write; answers that tick's commands.
@@ -205,6 +210,94 @@ TEST_F(DecideTest, ATriggerThatSaysItsCgroupLeftHasTheNextTurnWalkItAway) {
   ASSERT_TRUE(runUntil([] { return true; }, 1min));  // one turn
   EXPECT_EQ(sim_.walks, walks + 1) << "walked again at once";
   EXPECT_TRUE(std::none_of(engine_->targets().begin(), engine_->targets().end(), isWork));
+}
+
+// Targets judged by their own CPU: the turn asks for their cpu.stat in a phase of its own, before
+// anything is written, and judges each by it: the quiet one is reclaimed, the busy one is not.
+TEST_F(DecideTest, ATurnAsksForTheCpuOfTargetsJudgedByTheirOwnBeforeItWrites) {
+  sim_.addCgroup("app.slice", 0);
+  sim_.addCgroup("app.slice/quiet.service", 300 * kMiB);
+  sim_.addCgroup("app.slice/busy.service", 300 * kMiB);
+  sim_.cgroup("app.slice/busy.service").cpuShare = 0.5;
+  sim_.setMachineBusy(0.5);
+  sim_.chargeMachineTo("app.slice/busy.service");
+  start("idle: {grace: 20s, interval: 5s}\n"
+        "rules:\n  - match: \"app.slice/*\"\n    idle_source: cgroup\n    floor: 32M\n    grace: 10s\n");
+  wake_ = clock_.now();
+  std::vector<std::set<std::string>> cpuAsked;  // each Output's cgroups whose CPU it asked for
+  std::vector<bool> wroteBefore;                // whether the turn had written before it
+  bool wrote = false;
+  std::vector<Command> given;
+  while (!wrote && elapsed() < 1min) {
+    clock_.set(wake_);
+    given = tick(false, [&](const controller::Output& out, controller::Input&) {
+      std::set<std::string> paths;
+      for (const auto& c : out.read.cgroupCpu)
+        paths.insert(c.path);
+      cpuAsked.push_back(paths);
+      wroteBefore.push_back(wrote);
+      if (out.command && std::holds_alternative<controller::ReclaimChunk>(*out.command)) wrote = true;
+    });
+  }
+  ASSERT_TRUE(wrote) << "the quiet service was never reclaimed";
+  const std::set<std::string> both{"app.slice/busy.service", "app.slice/quiet.service"};
+  bool askedBoth = false;
+  for (std::size_t i = 0; i < cpuAsked.size(); ++i) {
+    if (cpuAsked[i] != both) continue;
+    askedBoth = true;
+    EXPECT_FALSE(wroteBefore[i]) << "the CPU is read before the turn writes";
+  }
+  EXPECT_TRUE(askedBoth) << "one read names both targets' cpu.stat";
+  for (const Command& c : given) {
+    if (const auto* chunk = std::get_if<controller::ReclaimChunk>(&c)) {
+      EXPECT_EQ(chunk->path, "app.slice/quiet.service") << "the busy service keeps its cache";
+    }
+  }
+  run(2min);
+  EXPECT_TRUE(reclaims("app.slice/busy.service").empty());
+  EXPECT_EQ(sim_.cgroup("app.slice/quiet.service").file, 32 * kMiB);
+}
+
+// A target's cgroup leaves in the middle of a turn, after the turn asked for its cache: the read
+// answers ENOENT, the walk falls due, and the turn walks again before it writes (no chunk goes
+// to the cgroup that left); the target is gone, and the other one is reclaimed.
+TEST_F(DecideTest, ACgroupThatLeavesMidTurnIsWalkedAwayBeforeTheTurnWrites) {
+  sim_.addCgroup("a.slice", 400 * kMiB);
+  sim_.addCgroup("b.slice", 400 * kMiB);
+  start("rules:\n  - match: a.slice\n    floor: 64M\n  - match: b.slice\n    floor: 64M\n");
+  run(110s);
+  ASSERT_TRUE(sim_.writes().empty());
+  wake_ = clock_.now();
+  bool removed = false;
+  int walksAfter = -1;
+  std::vector<Command> given;
+  for (int i = 0; i < 30 && !removed; ++i) {
+    clock_.set(wake_);
+    given = tick(false, [&](const controller::Output& out, controller::Input& next) {
+      const bool asksB = std::any_of(out.read.memory.begin(), out.read.memory.end(),
+                                     [](const controller::CgroupKey& k) { return k.path == "b.slice"; });
+      if (removed || !asksB || out.command) return;
+      // The shell read b.slice's memory.stat a moment after the cgroup left.
+      sim_.removeCgroup("b.slice");
+      next.readings = controller::takeReadings(out.read, sim_);
+      removed = true;
+      walksAfter = sim_.walks;
+    });
+  }
+  ASSERT_TRUE(removed) << "no turn asked for b.slice's cache";
+  EXPECT_GT(sim_.walks, walksAfter) << "walked again within the turn";
+  bool wroteA = false;
+  for (const Command& c : given) {
+    const auto* chunk = std::get_if<controller::ReclaimChunk>(&c);
+    if (!chunk) continue;
+    EXPECT_NE(chunk->path, "b.slice") << "no chunk for a cgroup that left";
+    wroteA = wroteA || chunk->path == "a.slice";
+  }
+  EXPECT_TRUE(wroteA) << "the turn goes on with the target still there";
+  EXPECT_TRUE(std::none_of(engine_->targets().begin(), engine_->targets().end(),
+                           [](const controller::TargetState& t) { return t.path == "b.slice" && !t.gone; }));
+  for (const Event& e : events_)
+    EXPECT_EQ(e.text().find("asked for and not read"), std::string::npos) << e.text();
 }
 
 TEST_F(DecideTest, AReloadWatchesEveryScopeAfresh) {
