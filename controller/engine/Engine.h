@@ -127,7 +127,10 @@ class Engine {
   // The turn's planning, one phase a call (TurnPhase): takes what the phase before asked to
   // read, and answers what the next needs read; the plan is done at TurnPhase::Planned.
   Reads planTurn(const Input& input);
-  Reads afterVerdict(const Input& input);
+  // The turn goes on to phase `next`, which takes `reads`.
+  Reads ask(TurnPhase next, Reads reads);
+  // The verdict's readings taken in: the busy scan, the machine's pressure total, the walk.
+  void takeVerdictReads(const Input& input);
   // The mode's part of the turn (dropcache's drop, gradual's targets and pass).
   Reads planMode();
   // The plan is done: when to wake, and what trimming says.

@@ -6,6 +6,16 @@ namespace reclaimd::controller {
 
 using namespace std::chrono;
 
+namespace {
+
+Reads meminfoReads() {
+  Reads r;
+  r.meminfo = true;
+  return r;
+}
+
+}  // namespace
+
 Reads Engine::beginTurn(const Input& input) {
   Tick& k = turn_.tick.emplace();
   k.at = input.now;
@@ -31,40 +41,52 @@ Reads Engine::beginTurn(const Input& input) {
   return k.asked;
 }
 
+// The plan of a turn, in the order its phases run. Each takes what the one before asked to read
+// and names what the next needs read (ask); one that needs nothing more ends the plan. decide()
+// calls this once per answer, and again at once when a phase asked for nothing.
 Reads Engine::planTurn(const Input& input) {
   Tick& k = *turn_.tick;
   switch (k.phase) {
-    case TurnPhase::Verdict: return afterVerdict(input);
-    case TurnPhase::HeldLine: sayWhyHeld(k.at, readingOr(input.readings.meminfo, "meminfo")); return planMode();
-    case TurnPhase::Cgroups:
-      k.phase = TurnPhase::TargetTotals;
-      k.asked = gradualTargets(input);
-      return k.asked;
-    case TurnPhase::TargetTotals:
-      k.phase = TurnPhase::Cache;
-      k.asked = gradualWork(input);
-      return k.asked.empty() ? finishPlan() : k.asked;
-    case TurnPhase::Cache:
-      k.phase = TurnPhase::Rewalk;
-      k.asked = gradualPass(input);
-      return k.asked.empty() ? finishPlan() : k.asked;
-    case TurnPhase::Rewalk: {
-      k.phase = TurnPhase::Remeasure;
-      std::optional<Reads> cache = rewalked(input);
-      if (!cache) return finishPlan();
-      k.asked = std::move(*cache);
-      return k.asked;
+    case TurnPhase::Verdict:  // the busy scan, the machine's pressure total, the walk
+      if (!k.cpu) return finishPlan();  // a skipped sample plans nothing
+      takeVerdictReads(input);
+      if (heldLineDue(k.at)) return ask(TurnPhase::HeldLine, meminfoReads());  // quoted in the line
+      return planMode();
+    case TurnPhase::HeldLine:  // why memory is held, said
+      sayWhyHeld(k.at, readingOr(input.readings.meminfo, "meminfo"));
+      return planMode();
+    case TurnPhase::Cgroups:  // quiet units adopted, each target judged idle or not
+      return ask(TurnPhase::TargetTotals, gradualTargets(input));
+    case TurnPhase::TargetTotals: {  // backoffs: whether the pass has work
+      Reads cache = gradualWork(input);
+      return cache.empty() ? finishPlan() : ask(TurnPhase::Cache, std::move(cache));
     }
-    case TurnPhase::Remeasure: remeasured(input); return finishPlan();
+    case TurnPhase::Cache: {  // the targets measured, the pass planned
+      Reads tree = gradualPass(input);
+      return tree.empty() ? finishPlan() : ask(TurnPhase::Rewalk, std::move(tree));
+    }
+    case TurnPhase::Rewalk: {  // about to write: the tree again
+      std::optional<Reads> cache = rewalked(input);
+      return cache ? ask(TurnPhase::Remeasure, std::move(*cache)) : finishPlan();
+    }
+    case TurnPhase::Remeasure:  // the targets it found measured, the pass planned again
+      remeasured(input);
+      return finishPlan();
     case TurnPhase::Planned: break;
   }
   return {};
 }
 
-Reads Engine::afterVerdict(const Input& input) {
+Reads Engine::ask(TurnPhase next, Reads reads) {
+  Tick& k = *turn_.tick;
+  k.phase = next;
+  k.asked = std::move(reads);
+  return k.asked;
+}
+
+void Engine::takeVerdictReads(const Input& input) {
   Tick& k = *turn_.tick;
   const TimePoint now = k.at;
-  if (!k.cpu) return finishPlan();
   if (idle_.verdict.periodStarted) sayIdleEntered(now, readingOr(input.readings.meminfo, "meminfo"));
   if (k.asked.scan) {
     if (input.readings.scan && input.readings.scan->cgroups) {
@@ -83,13 +105,6 @@ Reads Engine::afterVerdict(const Input& input) {
   // again before a write comes first anyway.
   if (mode_.mode == policies::Mode::Gradual && walkDue(now) && (policy_.rules.empty() || k.asked.tree))
     walk(now, [&] { return readingOr(input.readings.tree, "the tree"); });
-  if (heldLineDue(now)) {
-    k.phase = TurnPhase::HeldLine;
-    k.asked = Reads{};
-    k.asked.meminfo = true;  // what waits, said in the line
-    return k.asked;
-  }
-  return planMode();
 }
 
 Reads Engine::planMode() {
@@ -97,10 +112,7 @@ Reads Engine::planMode() {
   switch (mode_.mode) {
     case policies::Mode::Disabled: break;
     case policies::Mode::DropCache: dropCacheTurn(k.plan); break;
-    case policies::Mode::Gradual:
-      k.phase = TurnPhase::Cgroups;
-      k.asked = gradualCgroups();
-      return k.asked;
+    case policies::Mode::Gradual: return ask(TurnPhase::Cgroups, gradualCgroups());
   }
   return finishPlan();
 }
