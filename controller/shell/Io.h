@@ -1,4 +1,4 @@
-// The engine's ports over the real machine: Sensors reads /proc and the cgroup tree, Actuator
+// The shell's ports over the real machine: Sensors reads /proc and the cgroup tree, Actuator
 // writes memory.reclaim, drop_caches and compact_memory.
 #pragma once
 

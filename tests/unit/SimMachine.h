@@ -1,4 +1,4 @@
-// A simulated machine for the engine's scenario tests: the engine's ports (Sensors, Actuator)
+// A simulated machine for the engine's scenario tests: the shell's ports (Sensors, Actuator)
 // over a model of a cgroup tree with file cache, CPU use, refaults and pressure, driven by a
 // manual clock. A scenario runs minutes of the daemon's behaviour in milliseconds, through the
 // same command loop the daemon runs (controller/shell/Turn.h). The end-to-end tests run the
