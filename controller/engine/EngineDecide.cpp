@@ -97,15 +97,15 @@ bool Engine::nextChunk(const Input& input, Output& out) {
         ++k.share;
         continue;
       }
-      if (Reads totals = pressureReads(share.target); !input.readings.answer(totals)) {
-        out.read = std::move(totals);  // read first; the next decide checks them
+      if (Reads before = stepReads(share); !input.readings.answer(before)) {
+        out.read = std::move(before);  // read first; the next decide checks them
         return true;
       }
       if (pressureStops(share.target, input.now, input.readings)) {
         ++k.share;
         continue;
       }
-      k.step.emplace(limitsFor(share, k.left), share.known);  // measured this turn already
+      k.step.emplace(limitsFor(share, k.left), stepStart(share, input));
       k.pressed = false;
     }
     const auto ask = k.step->next(
@@ -132,6 +132,31 @@ bool Engine::endStep(const Input& input, Output& out) {
   if (step.freed() > 0) k.freed += static_cast<std::uint64_t>(step.freed());
   if (reprobe) out.command = Reprobe{};
   return reprobe;
+}
+
+// The machine's cache counts every cgroup's, so a step of the root after a step of this pass
+// that freed memory starts from meminfo read again, not from the plan's: a kernel that frees
+// more than it is asked (6.1) can have taken the machine to its floor already. Any other target
+// was measured this turn and no other step reaches into it (targets do not nest).
+bool Engine::remeasures(const PlannedShare& share) const {
+  const TargetState* t = target(share.target);
+  return turn_.tick->freed > 0 && t && t->isRoot();
+}
+
+Reads Engine::stepReads(const PlannedShare& share) const {
+  Reads r = pressureReads(share.target);
+  r.meminfo = remeasures(share);
+  return r;
+}
+
+std::optional<std::uint64_t> Engine::stepStart(const PlannedShare& share, const Input& input) {
+  if (!remeasures(share)) return share.known;
+  const Result<proc::Meminfo> mem = readingOr(input.readings.meminfo, "meminfo");
+  if (!mem) {
+    sampleError(mem.error(), input.now);
+    return std::nullopt;  // the step ends unmeasured: nothing is sized from a figure it lacks
+  }
+  return mem->reclaimable();
 }
 
 Reads Engine::chunkReads(const TargetState& t) const {

@@ -103,6 +103,39 @@ TEST_F(EngineUnitsTest, TheMachineFloorStillBinds) {
   EXPECT_NEAR(fileMiB(""), 128, 1) << "the scope's floor is 16 MiB, but the machine keeps 128 MiB in all";
 }
 
+// A quiet unit's step and the machine's probe in one pass (a probe every turn), on a kernel that
+// frees more than it is asked (6.1): the step can leave the machine at its floor by itself, so
+// the probe after it is sized from the machine as it is then, not as the pass planned it, and
+// is not written at or under the machine's floor.
+TEST_F(EngineUnitsTest, AProbeAfterAUnitsStepInOnePassKeepsTheMachineFloor) {
+  sim_.addCgroup("bg", 100 * kMiB);
+  sim_.cgroup("bg").cpuShare = 0.02;
+  sim_.setMachineBusy(0.02);
+  sim_.addCgroup("work", 320 * kMiB);
+  sim_.cgroup("work").cpuShare = 0.02;
+  sim_.setOvershoot(1.1);
+  std::vector<std::pair<std::string, double>> writes;  // each chunk's cgroup, and the machine's cache then (MiB)
+  sim_.beforeWrite = [&](const std::string& path, std::uint64_t) { writes.emplace_back(path, fileMiB("")); };
+  start("idle:\n  grace: 20s\ntrim:\n  interval: 1s\n");
+  run(5s);
+  sim_.cgroup("work").cpuShare = 0;
+  run(2min);
+  const auto unit = std::find_if(writes.begin(), writes.end(), [](const auto& w) { return w.first == "work"; });
+  ASSERT_NE(unit, writes.end()) << "the work's cgroup is taken as a unit";
+  ASSERT_TRUE(std::any_of(writes.begin(), unit, [](const auto& w) { return w.first.empty(); }))
+      << "the machine was probed before";
+  for (const auto& [path, machineMiB] : writes) {
+    if (path.empty()) {
+      EXPECT_GT(machineMiB, 128.0) << "a probe of the machine at or under its 128 MiB floor";
+    }
+  }
+  // The pass did plan the probe: it ended at the machine's floor without a chunk.
+  const auto ended = named("reclaim_step");
+  EXPECT_TRUE(std::any_of(ended.begin(), ended.end(), [](const Event& e) {
+    return *e.field("cgroup") == "/" && *e.field("end") == "floor" && *e.field("chunks") == "0";
+  })) << "the machine's probe after the unit's step ends at its floor without a chunk";
+}
+
 TEST_F(EngineUnitsTest, AUnitThatWorksAgainIsLeftAtOnce) {
   editorAndBuild();
   sim_.cgroup("user.slice/build.scope").file = 4000 * kMiB;  // many steps' worth
