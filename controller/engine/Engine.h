@@ -115,8 +115,8 @@ class Engine {
   // (and the refaults a step's end starts its watch from), and the pressure totals of the check
   // before the next chunk.
   Reads chunkReads(const TargetState& t) const;
-  // Before a step: the pressure totals its check reads, and for the root after a step of this
-  // pass that freed memory, meminfo again (remeasures); the step starts from what was read.
+  // Before a step: the pressure totals its check reads, and after a step of this pass that
+  // freed memory, its target's cache again (remeasures); the step starts from what was read.
   bool remeasures(const PlannedShare& share) const;
   Reads stepReads(const PlannedShare& share) const;
   std::optional<std::uint64_t> stepStart(const PlannedShare& share, const Input& input);

@@ -134,29 +134,38 @@ bool Engine::endStep(const Input& input, Output& out) {
   return reprobe;
 }
 
-// The machine's cache counts every cgroup's, so a step of the root after a step of this pass
-// that freed memory starts from meminfo read again, not from the plan's: a kernel that frees
-// more than it is asked (6.1) can have taken the machine to its floor already. Any other target
-// was measured this turn and no other step reaches into it (targets do not nest).
+// A step after another step of its pass that freed memory starts from its target measured
+// again, not from the plan's figure: the machine's cache counts every cgroup's, and a step of
+// the root reaches into every target's; a kernel that frees more than it is asked (6.1) can
+// have taken the machine to its floor already.
 bool Engine::remeasures(const PlannedShare& share) const {
-  const TargetState* t = target(share.target);
-  return turn_.tick->freed > 0 && t && t->isRoot();
+  return turn_.tick->freed > 0 && target(share.target);
 }
 
 Reads Engine::stepReads(const PlannedShare& share) const {
   Reads r = pressureReads(share.target);
-  r.meminfo = remeasures(share);
+  if (!remeasures(share)) return r;
+  const TargetState& t = *target(share.target);
+  if (t.isRoot())
+    r.meminfo = true;
+  else
+    r.memory.push_back(CgroupKey{t.path, t.inode});
   return r;
 }
 
 std::optional<std::uint64_t> Engine::stepStart(const PlannedShare& share, const Input& input) {
   if (!remeasures(share)) return share.known;
-  const Result<proc::Meminfo> mem = readingOr(input.readings.meminfo, "meminfo");
-  if (!mem) {
+  TargetState& t = *find(share.target);
+  if (t.isRoot()) {
+    const Result<proc::Meminfo> mem = readingOr(input.readings.meminfo, "meminfo");
+    if (mem) return mem->reclaimable();
     sampleError(mem.error(), input.now);
-    return std::nullopt;  // the step ends unmeasured: nothing is sized from a figure it lacks
+  } else {
+    const Result<MemoryReading> m = readingOr(input.readings.memoryOf(t.ref()), "memory.stat");
+    if (m) return m->reclaimable;
+    readFailed(t, m.error());
   }
-  return mem->reclaimable();
+  return std::nullopt;  // the step ends unmeasured: nothing is sized from a figure it lacks
 }
 
 Reads Engine::chunkReads(const TargetState& t) const {

@@ -65,6 +65,25 @@ TEST_F(EngineRulesTest, AnIdleCgroupIsReclaimedWhileAnotherAndTheMachineAreBusy)
   EXPECT_TRUE(runUntil([&] { return writesTo("editor.slice") > 0; }, 3min));
 }
 
+// Two targets' steps in one pass, and the second's cache shrinks while the first is written
+// (another reclaim, the work deleting its files): the second step starts from its target
+// measured again, not from the plan's figure, and stops at its floor.
+TEST_F(EngineRulesTest, AStepAfterAnotherInOnePassStartsFromItsTargetMeasuredAgain) {
+  sim_.addCgroup("a.slice", 200 * kMiB);
+  sim_.addCgroup("b.slice", 200 * kMiB);
+  bool shrunk = false;
+  std::uint64_t lowestB = UINT64_MAX;
+  sim_.beforeWrite = [&](const std::string& path, std::uint64_t) {
+    if (path == "a.slice" && !std::exchange(shrunk, true)) sim_.cgroup("b.slice").file = 40 * kMiB;
+    if (path == "b.slice") lowestB = std::min(lowestB, sim_.cgroup("b.slice").file);
+  };
+  start("rules:\n  - match: a.slice\n    floor: 32M\n  - match: b.slice\n    floor: 32M\n");
+  ASSERT_TRUE(runUntil([&] { return shrunk && lowestB != UINT64_MAX; }, 5min)) << "both were written";
+  run(10s);
+  EXPECT_GE(sim_.cgroup("b.slice").file, 32 * kMiB) << "b.slice written under its floor";
+  EXPECT_LT(writesTo("b.slice"), 3u) << "40 MiB, 8 over its floor: one small chunk at most";
+}
+
 // Below a cgroup no rule can match under, the walk lists nothing: a node of 1,000 pods with
 // three containers each is not listed down to every container, and the targets are the same.
 TEST_F(EngineRulesTest, TheWalkListsOnlyWhereARuleCouldMatch) {
