@@ -82,15 +82,4 @@ std::int64_t StepRun::written(const cgroup::ReclaimWrite& w, std::optional<std::
   return freed;
 }
 
-StepOutcome runStep(const StepLimits& limits, const Measure& measure, const ChunkWriter& write,
-                    const std::function<bool()>& shouldStop, const ChunkReport& report) {
-  StepRun step(limits, measure());
-  while (auto ask = step.next(shouldStop)) {
-    const cgroup::ReclaimWrite w = write(*ask);
-    const std::int64_t freed = step.written(w, measure());
-    if (report) report(*ask, w, freed);
-  }
-  return step.outcome();
-}
-
 }  // namespace reclaimd::controller

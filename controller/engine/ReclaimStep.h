@@ -18,11 +18,6 @@
 
 namespace reclaimd::controller {
 
-// One request of `bytes`; in the daemon, a ReclaimFile write.
-using ChunkWriter = std::function<cgroup::ReclaimWrite(std::uint64_t bytes)>;
-// The target's reclaimable bytes now; nullopt when they cannot be read (the step ends).
-using Measure = std::function<std::optional<std::uint64_t>()>;
-
 struct StepLimits {
   std::uint64_t stepBytes = 0;         // at most this much asked in this step
   std::uint64_t floor = 0;             // never ask for what would take the target under this
@@ -63,9 +58,6 @@ struct StepOutcome {
 // policies::kMinRequestBytes is not worth a step: a step ends it at the floor unasked.
 std::uint64_t aimAbove(std::uint64_t above, double overshoot);
 
-// Called after each chunk with its request, its result and what it freed.
-using ChunkReport = std::function<void(std::uint64_t asked, const cgroup::ReclaimWrite&, std::int64_t freed)>;
-
 // A step taken one chunk at a time, for a caller that gives each chunk as a command and hears
 // its result later: next() says the next request (asking `shouldStop` only when one could
 // follow), written() takes its result and the cache measured after it.
@@ -90,8 +82,5 @@ class StepRun {
   std::uint64_t asking_ = 0;
   bool over_ = false;
 };
-
-StepOutcome runStep(const StepLimits& limits, const Measure& measure, const ChunkWriter& write,
-                    const std::function<bool()>& shouldStop, const ChunkReport& report = {});
 
 }  // namespace reclaimd::controller

@@ -7,12 +7,14 @@
 
 #include "base/Checked.h"
 #include "controller/engine/ReclaimStep.h"
+#include "tests/unit/StepDriver.h"
 #include "controller/engine/Refault.h"
 
 namespace reclaimd::controller {
 namespace {
 
 using namespace std::chrono_literals;
+using reclaimd::testing::runStep;
 constexpr std::uint64_t kMax = std::numeric_limits<std::uint64_t>::max();
 constexpr std::int64_t kSignedMax = std::numeric_limits<std::int64_t>::max();
 

@@ -5,12 +5,14 @@
 #include "controller/engine/Decide.h"
 #include "controller/engine/ModeChoice.h"
 #include "controller/engine/ReclaimStep.h"
+#include "tests/unit/StepDriver.h"
 #include "policies/Step.h"
 
 namespace reclaimd::controller {
 namespace {
 
 using namespace std::chrono_literals;
+using reclaimd::testing::runStep;
 using cgroup::ReclaimFormat;
 using cgroup::ReclaimStatus;
 using policies::Mode;

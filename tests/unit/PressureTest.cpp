@@ -7,6 +7,7 @@
 
 #include "controller/engine/Backoff.h"
 #include "controller/engine/ReclaimStep.h"
+#include "tests/unit/StepDriver.h"
 #include "controller/engine/Refault.h"
 #include "controller/engine/Scope.h"
 #include "psi/Meter.h"
@@ -17,6 +18,7 @@ namespace reclaimd::controller {
 namespace {
 
 using namespace std::chrono_literals;
+using reclaimd::testing::runStep;
 
 TimePoint at(std::chrono::nanoseconds d) {
   return TimePoint{} + d;
