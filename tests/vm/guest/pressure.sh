@@ -73,14 +73,23 @@ PID=$!
 inside work.slice cat /data/file0 /data/file1 /data/file2 >/dev/null
 mark fill_end
 cgmem after_fill work.slice
+FILL_KIB=$CGF
 # The workload's cgroup, made now that work.slice's reader is gone (a cgroup with processes
 # cannot enable controllers for its children), so that reclaimd has seen it long before.
 echo +memory >$W/cgroup.subtree_control
 mkdir $W/hog
 echo 8M >$W/hog/memory.high
 echo never >/sys/kernel/mm/transparent_hugepage/enabled
-# Reclaim begins G s after reclaimd's start (its first sample of work.slice); four steps in:
-sleep $((G + 2))
+# Reclaim begins G s after reclaimd's start (its first sample of work.slice); three 16 MiB
+# steps in, the workload starts. Waited for, not slept: a step comes every second, or every
+# 0.2 s while work.slice's CPU from the fill still counts, which on a loaded host took it to its
+# floor before a fixed sleep ended, and nothing was left to back off from.
+WANT_KIB=$((FILL_KIB - 48 * 1024))
+_tries=$(((G + 10) * 10))
+while cg_file work.slice && [ "$CGF" -gt "$WANT_KIB" ] && [ "$_tries" -gt 0 ]; do
+	sleep 0.1
+	_tries=$((_tries - 1))
+done
 cgmem before_workload work.slice
 cat >/tmp/hog.sh <<'EOF'
 while :; do dd if=/dev/zero of=/dev/null bs=40M count=1 2>/dev/null; done
