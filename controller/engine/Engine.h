@@ -120,6 +120,10 @@ class Engine {
   bool remeasures(const PlannedShare& share) const;
   Reads stepReads(const PlannedShare& share) const;
   std::optional<std::uint64_t> stepStart(const PlannedShare& share, const Input& input);
+  // A target's cache: the read that measures it (meminfo for the root, memory.stat for a
+  // cgroup), and its figure from the readings (an unreadable one is said, and answers nothing).
+  void addCacheRead(const TargetState& t, Reads& r) const;
+  std::optional<std::uint64_t> cacheOf(TargetState& t, const Input& input);
   std::optional<Command> watchCommand();
   std::deque<Command> watchChanges() const;
   std::vector<ScopeView> scopes() const;

@@ -144,18 +144,25 @@ bool Engine::remeasures(const PlannedShare& share) const {
 
 Reads Engine::stepReads(const PlannedShare& share) const {
   Reads r = pressureReads(share.target);
-  if (!remeasures(share)) return r;
-  const TargetState& t = *target(share.target);
-  if (t.isRoot())
-    r.meminfo = true;
-  else
-    r.memory.push_back(CgroupKey{t.path, t.inode});
+  if (remeasures(share)) addCacheRead(*target(share.target), r);
   return r;
 }
 
 std::optional<std::uint64_t> Engine::stepStart(const PlannedShare& share, const Input& input) {
   if (!remeasures(share)) return share.known;
-  TargetState& t = *find(share.target);
+  return cacheOf(*find(share.target), input);
+}
+
+void Engine::addCacheRead(const TargetState& t, Reads& r) const {
+  if (t.isRoot())
+    r.meminfo = true;
+  else
+    r.memory.push_back(CgroupKey{t.path, t.inode});
+}
+
+// Unreadable, nothing: a step that has no figure ends as unmeasured (its reclaim_step says
+// end=unmeasured), so no chunk is sized from a figure it does not have.
+std::optional<std::uint64_t> Engine::cacheOf(TargetState& t, const Input& input) {
   if (t.isRoot()) {
     const Result<proc::Meminfo> mem = readingOr(input.readings.meminfo, "meminfo");
     if (mem) return mem->reclaimable();
@@ -165,17 +172,13 @@ std::optional<std::uint64_t> Engine::stepStart(const PlannedShare& share, const 
     if (m) return m->reclaimable;
     readFailed(t, m.error());
   }
-  return std::nullopt;  // the step ends unmeasured: nothing is sized from a figure it lacks
+  return std::nullopt;
 }
 
 Reads Engine::chunkReads(const TargetState& t) const {
   Reads r = pressureReads(t.id);
-  if (t.isRoot()) {
-    r.meminfo = true;
-    r.machineRefaults = t.gov.pressure.enabled;
-  } else {
-    r.memory.push_back(CgroupKey{t.path, t.inode});
-  }
+  addCacheRead(t, r);
+  r.machineRefaults = t.isRoot() && t.gov.pressure.enabled;
   return r;
 }
 
@@ -207,22 +210,7 @@ void Engine::chunkResult(const cgroup::ReclaimWrite& write, const Input& input) 
   Tick& k = *turn_.tick;
   const std::uint32_t id = k.plan.shares[k.share].target;
   TargetState* t = find(id);
-  // Unreadable, the step ends here as unmeasured (its reclaim_step says end=unmeasured): no
-  // chunk is sized from a figure it does not have.
-  std::optional<std::uint64_t> measured;
-  if (t && !t->isRoot()) {
-    const Result<MemoryReading> m = readingOr(input.readings.memoryOf(t->ref()), "memory.stat");
-    if (m)
-      measured = m->reclaimable;
-    else
-      readFailed(*t, m.error());
-  } else if (t) {
-    const Result<proc::Meminfo> mem = readingOr(input.readings.meminfo, "meminfo");
-    if (mem)
-      measured = mem->reclaimable();
-    else
-      sampleError(mem.error(), input.now);
-  }
+  const std::optional<std::uint64_t> measured = t ? cacheOf(*t, input) : std::nullopt;
   const std::uint64_t asked = k.step->asking();
   const std::int64_t freed = k.step->written(write, measured);
   chunkWritten(id, asked, write, freed, input.now);
