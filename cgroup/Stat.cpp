@@ -52,6 +52,7 @@ Result<MemoryStat> parseMemoryStat(std::string_view content) {
       {"shmem", &s.shmem, false},
       {"slab_reclaimable", &s.slabReclaimable, false},
       {"workingset_refault_file", &s.workingsetRefaultFile, false},
+      {"workingset_activate_file", &s.workingsetActivateFile, false},
   };
   auto parsed = parseFlatKeyed(content, fields, "memory.stat");
   if (!parsed) return parsed.error();

@@ -9,7 +9,7 @@
 
 namespace reclaimd::cgroup {
 
-// Bytes, except the refault counter (pages, cumulative).
+// Bytes, except the workingset counters (pages, cumulative).
 struct MemoryStat {
   std::uint64_t anon = 0;
   std::uint64_t file = 0;  // includes shmem/tmpfs, which file reclaim cannot drop
@@ -17,7 +17,8 @@ struct MemoryStat {
   std::uint64_t inactiveFile = 0;
   std::uint64_t shmem = 0;
   std::uint64_t slabReclaimable = 0;
-  std::uint64_t workingsetRefaultFile = 0;  // 5.9+; 0 when absent
+  std::uint64_t workingsetRefaultFile = 0;   // 5.9+; 0 when absent
+  std::uint64_t workingsetActivateFile = 0;  // of those, activated; 5.9+; 0 when absent
 
   // Page cache on the file LRUs: what file reclaim can take from this cgroup.
   std::uint64_t fileCache() const { return activeFile + inactiveFile; }

@@ -138,8 +138,8 @@ std::string describeAccess(const KernelAccess& a) {
   if (a.damonStat.get("enabled") == "Y" && a.damonReclaim.present) {
     out += " (DAMON_RECLAIM stays off while it runs: switch it off first)";
   }
-  out += "\naccess_used: refaults (workingset_refault_file) and pressure (PSI); "
-         "not MGLRU's generations, not DAMON's regions\n";
+  out += "\naccess_used: refaults and activations (workingset_refault_file, workingset_activate_file) and "
+         "pressure (PSI); not MGLRU's generations, not DAMON's regions\n";
   return out;
 }
 
@@ -149,7 +149,7 @@ nlohmann::json accessJson(const KernelAccess& a) {
                      {"damon", a.damon},
                      {"damon_reclaim", moduleJson(a.damonReclaim)},
                      {"damon_stat", moduleJson(a.damonStat)},
-                     {"used", {"workingset_refault_file", "psi"}}};
+                     {"used", {"workingset_refault_file", "workingset_activate_file", "psi"}}};
   if (!a.lruProblem.empty()) out["lru_problem"] = a.lruProblem;
   return out;
 }

@@ -26,7 +26,7 @@ Result<Meminfo> Reader::meminfo() {
   return parseMeminfo(*text);
 }
 
-Result<std::uint64_t> Reader::refaults() {
+Result<Workingset> Reader::workingset() {
   if (!vmstat_) {
     auto opened = KeptFile::open(AT_FDCWD, root_ + "/vmstat");
     if (!opened) return opened.error();
@@ -34,7 +34,7 @@ Result<std::uint64_t> Reader::refaults() {
   }
   auto text = vmstat_->read();
   if (!text) return text.error();
-  return parseRefaultFile(*text);
+  return parseWorkingset(*text);
 }
 
 }  // namespace reclaimd::proc

@@ -11,6 +11,7 @@
 #include "base/Result.h"
 #include "proc/Meminfo.h"
 #include "proc/ProcStat.h"
+#include "proc/Vmstat.h"
 
 namespace reclaimd::proc {
 
@@ -21,8 +22,8 @@ class Reader {
 
   Result<CpuTimes> stat();
   Result<Meminfo> meminfo();
-  // vmstat's workingset_refault_file.
-  Result<std::uint64_t> refaults();
+  // vmstat's workingset counters of file pages.
+  Result<Workingset> workingset();
 
  private:
   Reader(std::string procRoot, KeptFile stat, KeptFile meminfo)

@@ -178,11 +178,11 @@ void Engine::watchRefaults(TargetState& t, TimePoint now, const Readings& readin
   if (t.isRoot()) {
     if (!readings.machineRefaults) {
       // Unread this turn too (that failure was said then): unwatched as above.
-      if (pressure_.machineRefaults) t.refaults.stepEnded(now, *pressure_.machineRefaults);
+      if (pressure_.machineRefaults) t.refaults.stepEnded(now, pressure_.machineRefaults->refaults);
       return;
     }
     if (!*readings.machineRefaults) return sampleError(readings.machineRefaults->error(), now);
-    t.refaults.stepEnded(now, **readings.machineRefaults);
+    t.refaults.stepEnded(now, (*readings.machineRefaults)->refaults);
     return;
   }
   const Result<MemoryReading>* m = readings.memoryOf(t.ref());

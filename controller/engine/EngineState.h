@@ -158,7 +158,7 @@ struct PressureState {
   // Watch changes worked out together and handed out one a decide: working each out afresh
   // compared every watched scope with every wanted one, for each of thousands of targets.
   std::deque<Command> watchChanges;
-  std::optional<std::uint64_t> machineRefaults;  // /proc/vmstat, this turn
+  std::optional<proc::Workingset> machineRefaults;  // /proc/vmstat, this turn
   // Time spent inside memory.reclaim writes, cumulative: our own memory stall, subtracted from
   // the machine's pressure (PSI charges it to reclaimd's cgroup, so the root sees it).
   std::chrono::microseconds ownStall{0};

@@ -237,7 +237,7 @@ void Engine::measureTargets(TimePoint now, const proc::Meminfo& mem, const Readi
   if (rootMeasured(now)) {
     // Unreadable, the root's refault check is skipped this turn, ignoring the error: its watch
     // and rate wait for the next reading.
-    const Result<std::uint64_t> r = readingOr(readings.machineRefaults, "/proc/vmstat");
+    const Result<proc::Workingset> r = readingOr(readings.machineRefaults, "/proc/vmstat");
     if (r)
       pressure_.machineRefaults = *r;
     else
@@ -250,7 +250,8 @@ void Engine::measureTargets(TimePoint now, const proc::Meminfo& mem, const Readi
     if (!measures(t, now)) continue;
     if (t.isRoot()) {
       // Unreadable refaults stand at 0 here and judge nothing: checkRefaults() is skipped.
-      t.measured = MemoryReading{mem.reclaimable(), pressure_.machineRefaults.value_or(0)};
+      const proc::Workingset w = pressure_.machineRefaults.value_or(proc::Workingset{});
+      t.measured = MemoryReading{mem.reclaimable(), w.refaults, w.activations};
       t.lastReclaimable = mem.reclaimable();
       if (pressure_.machineRefaults) checkRefaults(t, now);
       continue;

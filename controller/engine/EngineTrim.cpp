@@ -58,6 +58,18 @@ std::optional<double> heavy(const IdleVerdict* v, double threshold) {
   return v->intervalPercent;
 }
 
+const char* refaultedWhy(TrimLaw::StepAnswer answer) {
+  switch (answer) {
+    case TrimLaw::StepAnswer::Doubled:
+      return "what the last probes freed came back and the kernel activated it (it keeps it now): the next probe doubles";
+    case TrimLaw::StepAnswer::Kept:
+      return "the kernel activated what came back and the rest of the round was cold: the next probe keeps its size";
+    case TrimLaw::StepAnswer::Smallest:
+      break;
+  }
+  return "refaults after a probe: the kernel is still learning what is hot; the next probes start again from the smallest step";
+}
+
 }  // namespace
 
 void Engine::judgeTrim(TargetState& t, TimePoint now) {
@@ -135,13 +147,19 @@ void Engine::scheduleTrims(TimePoint now) {
 // still learning what is hot; recurring, the probes are at the bottom and probing holds.
 void Engine::holdTrim(TargetState& t, const RefaultJump& jump, TimePoint now) {
   const auto hold =
-      t.trim.law.refaulted(now, t.measured->reclaimable, t.measured->refaults * caps_.pageBytes, trimLaw(t));
+      t.trim.law.refaulted(now, t.measured->reclaimable,
+                           ReadBack{t.measured->refaults * caps_.pageBytes, t.measured->activations * caps_.pageBytes},
+                           trimLaw(t));
   if (!hold) {
+    const TrimLaw::Round& round = t.trim.law.lastRound();
     emit(Severity::Info, "trim_refaulted")
         .add("cgroup", t.label())
         .mib("reclaimable_mib", t.measured->reclaimable)
         .mib("next_probe_mib", t.trim.law.step())
-        .add("reason", "refaults after a probe: the kernel is still learning what is hot; the next probes start again from the smallest step")
+        .add("reason", refaultedWhy(t.trim.law.lastAnswer()))
+        .mib("round_freed_mib", round.freed)
+        .mib("came_back_mib", round.came)
+        .mib("activated_mib", round.activated)
         .add("excess_pages", jump.excessPages)
         .add("rate_before_pps", jump.rateBefore, 1)
         .add("rate_after_pps", jump.rateAfter, 1);
@@ -192,7 +210,10 @@ void Engine::fillTrim(TargetStatus& ts, const TargetState& t, TimePoint now, dou
     return;
   }
   ts.trim = "probing";
-  if (since >= t.gov.idle.grace / 2)
+  if (law.lastAnswer() != TrimLaw::StepAnswer::Smallest && since < t.gov.idle.grace / 2)
+    ts.trimWhy = "the kernel activated what the last probes freed and it came back: it keeps it now, so the step "
+                 "grows past it";
+  else if (since >= t.gov.idle.grace / 2)
     ts.trimWhy = "no refault for " + std::to_string(since.count()) + " s: the step doubles each probe";
   else
     ts.trimWhy = "small probes until half a grace passes without refaults (" + std::to_string(since.count()) + " s so far)";

@@ -17,6 +17,7 @@
 #include "cgroup/TreeNodes.h"
 #include "controller/engine/BusyCgroups.h"
 #include "proc/Meminfo.h"
+#include "proc/Vmstat.h"
 
 namespace reclaimd::controller {
 
@@ -40,10 +41,12 @@ struct CpuReading {
 };
 
 // A cgroup's reclaimable file cache (memory.stat active_file + inactive_file: not "file",
-// which holds tmpfs) and its workingset_refault_file counter (pages).
+// which holds tmpfs) and its workingset_refault_file and workingset_activate_file counters
+// (pages).
 struct MemoryReading {
   std::uint64_t reclaimable = 0;
   std::uint64_t refaults = 0;
+  std::uint64_t activations = 0;
 };
 
 // A cgroup named by the path and inode the engine knows it by (CgroupRef, owned).
@@ -57,7 +60,7 @@ struct CgroupKey {
 struct Reads {
   bool cpu = false;  // the machine's CPU time (/proc/stat) and reclaimd's own
   bool meminfo = false;
-  bool machineRefaults = false;  // /proc/vmstat's workingset_refault_file
+  bool machineRefaults = false;  // /proc/vmstat's workingset counters
   bool scan = false;             // every cgroup's cpu.stat, then reclaimd's own CPU time
   bool tree = false;             // a walk of the cgroup tree, below a cgroup where `descend` says
   cgroup::Descend descend;
@@ -98,7 +101,7 @@ struct Readings {
   std::optional<Result<CpuReading>> cpu;
   std::optional<std::chrono::nanoseconds> ownCpu;  // read with `cpu`
   std::optional<Result<proc::Meminfo>> meminfo;
-  std::optional<Result<std::uint64_t>> machineRefaults;
+  std::optional<Result<proc::Workingset>> machineRefaults;
   std::optional<ScanRead> scan;
   std::optional<Result<cgroup::Tree>> tree;
   std::vector<MemoryRead> memory;

@@ -40,6 +40,7 @@ void TrimLaw::probed(TimePoint now, std::uint64_t above, const TrimLawSettings& 
 
 void TrimLaw::freed(std::uint64_t bytes) {
   freedSince_ = freedSince_ > UINT64_MAX - bytes ? UINT64_MAX : freedSince_ + bytes;
+  roundFreed_ = roundFreed_ > UINT64_MAX - bytes ? UINT64_MAX : roundFreed_ + bytes;
 }
 
 void TrimLaw::rebase(std::uint64_t refaultedBytes) {
@@ -47,23 +48,53 @@ void TrimLaw::rebase(std::uint64_t refaultedBytes) {
   freedSince_ = 0;
 }
 
-std::uint64_t TrimLaw::evidence(const TrimLawSettings& s) const {
+std::uint64_t TrimLaw::evidence(bool inRounds, const TrimLawSettings& s) const {
   const std::uint64_t steps = s.minStep > UINT64_MAX / 4 ? UINT64_MAX : 4 * s.minStep;
-  return holds_ > 0 ? steps : std::max(steps, above_ / 4);
+  // Rounds that double meet a kernel keeping what comes back: the contact may take more of the
+  // cache before it ends, and a hold at its end keeps the cold cache behind it.
+  return holds_ > 0 ? steps : std::max(steps, inRounds ? above_ / 2 : above_ / 4);
 }
 
-std::optional<std::chrono::nanoseconds> TrimLaw::refaulted(TimePoint now, std::uint64_t reclaimable,
-                                                           std::uint64_t refaultedBytes, const TrimLawSettings& s) {
-  step_ = s.minStep;
+TrimLaw::Round TrimLaw::roundOf(ReadBack total) const {
+  // A counter that went back (a new cgroup under the old name) says nothing of this round.
+  if (!lastBack_ || total.refaulted < lastBack_->refaulted || total.activated < lastBack_->activated) return {};
+  return Round{total.refaulted - lastBack_->refaulted, total.activated - lastBack_->activated, roundFreed_};
+}
+
+std::optional<std::chrono::nanoseconds> TrimLaw::refaulted(TimePoint now, std::uint64_t reclaimable, ReadBack total,
+                                                           const TrimLawSettings& s) {
+  const std::uint64_t refaultedBytes = total.refaulted;
+  const Round round = roundOf(total);
+  const bool inRounds = rounds_;  // the round just ended was sent doubled
+  // Three quarters or more (x - x / 4 never wraps). After a hold the first contact is over:
+  // what comes back then is the bottom's, and the step is the smallest.
+  const bool activated = round.came > 0 && round.activated >= round.came - round.came / 4;
+  const bool cameBack = round.freed > 0 && round.came >= round.freed - round.freed / 4;
+  if (holds_ == 0 && activated && cameBack) {
+    const std::uint64_t doubled = step_ > UINT64_MAX / 2 ? step_ : 2 * step_;
+    step_ = std::max(s.minStep, std::min(doubled, cap(above_, s)));
+    lastAnswer_ = StepAnswer::Doubled;
+  } else if (holds_ == 0 && activated && rounds_) {
+    lastAnswer_ = StepAnswer::Kept;  // the contact ended within this round: the rest of it was cold
+  } else {
+    step_ = s.minStep;
+    lastAnswer_ = StepAnswer::Smallest;
+  }
+  rounds_ = lastAnswer_ == StepAnswer::Doubled;
+  lastRound_ = round;
+  lastBack_ = total;
+  roundFreed_ = 0;
   cleanSince_ = now;
   // A counter that went back (a new cgroup under the old name) has no history to judge by.
   if (!refaultedAt_ || refaultedBytes < *refaultedAt_) {
     rebase(refaultedBytes);
     return std::nullopt;
   }
-  if (freedSince_ < evidence(s)) return std::nullopt;  // too little probed yet to judge
+  if (freedSince_ < evidence(inRounds, s)) return std::nullopt;  // too little probed yet to judge
   const std::uint64_t back = refaultedBytes - *refaultedAt_;
-  const bool bottom = back >= freedSince_ / 2;
+  // The bottom: half of what the probes freed came back, and the last round still comes back,
+  // three quarters of it (a first contact that ended within the round left cold cache there).
+  const bool bottom = back >= freedSince_ / 2 && round.came >= round.freed - round.freed / 4;
   rebase(refaultedBytes);
   if (!bottom) return std::nullopt;
   ++holds_;

@@ -9,8 +9,19 @@
 //   the idle grace: longer than the work's re-reads that matter) with no refault doubles it
 //   every probe, up to a quarter of what lies above the floor and the reclaim chunk, so cold
 //   cache goes in minutes once the kernel knows what is hot.
+// - Except, before the first hold of a row, a refault that ends a round whose bytes came back
+//   (three quarters or more) activated, counted as workingset_activate_file (kept ahead of the
+//   cold cache from then on): it doubles the step. The kernel is giving up a hot set that lies
+//   behind cold cache in its order and keeps each page once read back (6.12's MGLRU with the
+//   cold cache read through a mapping after the hot set: every probe takes hot pages until the
+//   whole hot set was read back once). That cost is fixed; larger rounds pay it within two
+//   minutes instead of spreading it over five. Where refaults are not activations (7.2 counts a
+//   read() refault as a restore), rounds that doubled met a kernel that had not learned and read
+//   the hot set back twice as fast: the smallest step there. After a hold the first contact is
+//   over, and what comes back is the bottom's: the smallest step too.
 // - Only when what came back from disk since the previous refault is at least half of what the
-//   probes freed since are the probes at the bottom: what is left is the work's. Then probing
+//   probes freed since, and three quarters of the last round's bytes, are the probes at the
+//   bottom: what is left is the work's. Then probing
 //   holds for a grace, doubling while it stays so right after each hold, up to kMaxHold. A clean
 //   stretch ends the escalation. A kernel still learning gives back a little of much: no hold.
 // - The first hold in a row is judged over a quarter of what lies above the floor, later ones
@@ -21,7 +32,9 @@
 //   until the kernel keeps it (68-100 MiB of a 100 MiB hot set on 6.12, 20-42 MiB on 7.2);
 //   then the cold cache behind it goes. Judged over 16 MiB, that contact held probing for 2
 //   and then 4 minutes, and the cold cache was still there 10 minutes after the work (6.12).
-//   At the bottom, the wider first judgement costs that quarter read back once.
+//   While rounds double the first hold is judged over half: over a quarter, a 100 MiB contact
+//   with 374 MiB above held at its very end, and the cold cache behind it waited a grace (6.12).
+//   At the bottom, the wider first judgement costs that quarter (or half) read back once.
 // Pure: fed with the time and the target's figures.
 #pragma once
 
@@ -40,6 +53,12 @@ struct TrimLawSettings {
   std::chrono::nanoseconds grace = std::chrono::minutes(2);  // the idle grace
 };
 
+// A target's cache read back from disk, cumulative, in bytes: refaulted, and of that activated.
+struct ReadBack {
+  std::uint64_t refaulted = 0;
+  std::uint64_t activated = 0;
+};
+
 // The longest hold: refaults recurring after every hold make it double up to this.
 inline constexpr std::chrono::minutes kMaxHold{30};
 
@@ -55,10 +74,20 @@ class TrimLaw {
   void probed(TimePoint now, std::uint64_t above, const TrimLawSettings& s);
   // A probe freed `bytes`.
   void freed(std::uint64_t bytes);
-  // Refaults jumped after a probe, the target at `reclaimable` with `refaultedBytes` read back
-  // in all (its cumulative counter). Returns the hold, if one starts.
-  std::optional<std::chrono::nanoseconds> refaulted(TimePoint now, std::uint64_t reclaimable,
-                                                    std::uint64_t refaultedBytes, const TrimLawSettings& s);
+  // Refaults jumped after a probe, the target at `reclaimable` with `back` read back in all (its
+  // cumulative counters). Returns the hold, if one starts.
+  std::optional<std::chrono::nanoseconds> refaulted(TimePoint now, std::uint64_t reclaimable, ReadBack back,
+                                                    const TrimLawSettings& s);
+
+  // What the last refault did to the step, and the round of probes it ended.
+  enum class StepAnswer { Smallest, Doubled, Kept };
+  struct Round {
+    std::uint64_t came = 0;       // bytes read back since the refault before
+    std::uint64_t activated = 0;  // of those, activated
+    std::uint64_t freed = 0;      // bytes the probes freed since then
+  };
+  StepAnswer lastAnswer() const { return lastAnswer_; }
+  const Round& lastRound() const { return lastRound_; }
 
   bool held(TimePoint now) const { return now < heldUntil_; }
   TimePoint heldUntil() const { return heldUntil_; }
@@ -70,14 +99,22 @@ class TrimLaw {
  private:
   // Starts judging afresh from the counter at `refaultedBytes`.
   void rebase(std::uint64_t refaultedBytes);
-  // What the probes must have freed since judging started before refaults may hold them.
-  std::uint64_t evidence(const TrimLawSettings& s) const;
+  // The round of probes since the last refault; all 0 without a last refault to count from.
+  Round roundOf(ReadBack total) const;
+  // What the probes must have freed since judging started before refaults may hold them;
+  // `inRounds`: the round just ended was sent doubled.
+  std::uint64_t evidence(bool inRounds, const TrimLawSettings& s) const;
 
   std::uint64_t step_ = 0;
   std::uint64_t above_ = 0;  // over the floor, as of the last start or probe
   TimePoint cleanSince_{};
   std::optional<std::uint64_t> refaultedAt_;  // the counter when judging started
   std::uint64_t freedSince_ = 0;              // by probes since then
+  std::optional<ReadBack> lastBack_;          // the counters at the last refault
+  std::uint64_t roundFreed_ = 0;              // by probes since then
+  bool rounds_ = false;                       // the last refault doubled the step
+  StepAnswer lastAnswer_ = StepAnswer::Smallest;
+  Round lastRound_;
   unsigned holds_ = 0;  // in a row, without a clean stretch between them
   TimePoint heldUntil_{};
   std::uint64_t heldLevel_ = 0;

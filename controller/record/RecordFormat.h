@@ -4,7 +4,7 @@
 // and a token never holds a space. Numbers are decimal. A result is "ok ..." or
 // "err <value> <e|r> <context>" (an errno, or reclaimd's own Errc).
 //
-//   reclaimd-recording 5                      the header: the format's version
+//   reclaimd-recording 6                      the header: the format's version
 //   setup <dry_run> <trace> <own_cgroup>      EngineSetup
 //   policy [<name> <text>]...                 the policy files, in the order they merge
 //   caps <why> <capabilities...>              the probe's findings, handed to the engine
@@ -13,11 +13,11 @@
 //   ask <reads...>                            the reads it asked for, answered in the next in
 //   end <why>                                 the recording ends (stop, size cap, reload)
 // The readings of an Input: the machine's CPU times ("-" when not read, else a result of busy,
-// total and CPUs), reclaimd's own ("-" or nanoseconds), the machine's meminfo and refaults ("-"
-// or a result), the tree walk ("-" or a result), the busy scan ("-", or a result and reclaimd's
-// own CPU time after it), then a count and each cgroup's memory (<path> <inode> <result>), a
-// count and each cgroup's CPU (the same), and a count and each scope's pressure total (<scope>
-// <result>).
+// total and CPUs), reclaimd's own ("-" or nanoseconds), the machine's meminfo and workingset
+// counters (refaults, activations; "-" or a result), the tree walk ("-" or a result), the busy
+// scan ("-", or a result and reclaimd's own CPU time after it), then a count and each cgroup's
+// memory (<path> <inode> <result>: cache, refaults, activations), a count and each cgroup's CPU
+// (the same), and a count and each scope's pressure total (<scope> <result>).
 #pragma once
 
 #include <chrono>
@@ -33,7 +33,7 @@
 namespace reclaimd::controller {
 
 inline constexpr std::string_view kRecordingMagic = "reclaimd-recording";
-inline constexpr int kRecordingVersion = 5;
+inline constexpr int kRecordingVersion = 6;
 
 class LineWriter {
  public:

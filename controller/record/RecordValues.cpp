@@ -98,7 +98,7 @@ void writeReadings(LineWriter& w, const Readings& g) {
   else
     w.word("-");
   writeReading(w, g.meminfo, [](LineWriter& x, const proc::Meminfo& m) { writeMeminfo(x, m); });
-  writeReading(w, g.machineRefaults, [](LineWriter& x, std::uint64_t v) { x.u(v); });
+  writeReading(w, g.machineRefaults, [](LineWriter& x, const proc::Workingset& v) { x.u(v.refaults).u(v.activations); });
   writeReading(w, g.tree, [](LineWriter& x, const cgroup::Tree& t) { writeTree(x, t); });
   if (g.scan) {
     writeReading(w, std::optional(g.scan->cgroups), [](LineWriter& x, const CgroupCpuScan& s) { writeScan(x, s); });
@@ -110,7 +110,7 @@ void writeReadings(LineWriter& w, const Readings& g) {
   for (const MemoryRead& m : g.memory) {
     w.s(m.cgroup.path).u(m.cgroup.inode);
     writeReading(w, std::optional(m.reading),
-                 [](LineWriter& x, const MemoryReading& v) { x.u(v.reclaimable).u(v.refaults); });
+                 [](LineWriter& x, const MemoryReading& v) { x.u(v.reclaimable).u(v.refaults).u(v.activations); });
   }
   w.u(g.cgroupCpu.size());
   for (const CgroupCpuRead& c : g.cgroupCpu) {
@@ -145,7 +145,7 @@ Readings readReadings(LineReader& r) {
   else
     g.ownCpu = r.ns();
   g.meminfo = readReading<proc::Meminfo>(r, [](LineReader& x) { return readMeminfo(x); });
-  g.machineRefaults = readReading<std::uint64_t>(r, [](LineReader& x) { return x.u(); });
+  g.machineRefaults = readReading<proc::Workingset>(r, [](LineReader& x) { return proc::Workingset{x.u(), x.u()}; });
   g.tree = readReading<cgroup::Tree>(r, [](LineReader& x) { return readTree(x); });
   if (auto scan = readReading<CgroupCpuScan>(r, [](LineReader& x) { return readScan(x); })) {
     const auto own = r.ns();
@@ -154,7 +154,7 @@ Readings readReadings(LineReader& r) {
   const std::uint64_t memories = r.u(kMaxItems);
   for (std::uint64_t k = 0; k < memories && r.ok(); ++k) {
     CgroupKey c{r.s(), r.u()};
-    auto m = readReading<MemoryReading>(r, [](LineReader& x) { return MemoryReading{x.u(), x.u()}; });
+    auto m = readReading<MemoryReading>(r, [](LineReader& x) { return MemoryReading{x.u(), x.u(), x.u()}; });
     g.memory.push_back(MemoryRead{std::move(c), present(r, std::move(m))});
   }
   const std::uint64_t usages = r.u(kMaxItems);

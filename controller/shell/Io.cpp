@@ -64,7 +64,7 @@ Result<MemoryReading> SystemSensors::memory(const CgroupRef& ref) {
   if (!cg) return cg.error();
   auto stat = (*cg)->memoryStat();
   if (!stat) return stat.error();
-  return MemoryReading{stat->fileCache(), stat->workingsetRefaultFile};
+  return MemoryReading{stat->fileCache(), stat->workingsetRefaultFile, stat->workingsetActivateFile};
 }
 
 Result<nanoseconds> SystemSensors::cgroupCpu(const CgroupRef& ref) {

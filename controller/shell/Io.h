@@ -25,7 +25,7 @@ class SystemSensors final : public Sensors {
   Result<CpuReading> cpu() override;
   std::chrono::nanoseconds ownCpu() override;
   Result<proc::Meminfo> meminfo() override { return proc_.meminfo(); }
-  Result<std::uint64_t> machineRefaults() override { return proc_.refaults(); }
+  Result<proc::Workingset> machineRefaults() override { return proc_.workingset(); }
   Result<cgroup::Tree> tree(const cgroup::Descend& descend) override;
   Result<MemoryReading> memory(const CgroupRef& cgroup) override;
   Result<std::chrono::nanoseconds> cgroupCpu(const CgroupRef& cgroup) override;

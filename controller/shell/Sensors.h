@@ -21,7 +21,7 @@ class Sensors {
   virtual std::chrono::nanoseconds ownCpu() = 0;
   virtual Result<proc::Meminfo> meminfo() = 0;
   // /proc/vmstat's workingset_refault_file (workingset_refault before 5.9).
-  virtual Result<std::uint64_t> machineRefaults() = 0;
+  virtual Result<proc::Workingset> machineRefaults() = 0;
   // A walk of the cgroup tree below the root, and below a cgroup only where `descend` says.
   // Only an unreadable root is an error.
   virtual Result<cgroup::Tree> tree(const cgroup::Descend& descend) = 0;

@@ -10,14 +10,17 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   if (!s) return 0;
   // active_file 104857600
   const std::string printed = fmt::format(
-      "anon {}\nfile {}\nactive_file {}\ninactive_file {}\nshmem {}\nslab_reclaimable {}\nworkingset_refault_file {}\n",
-      s->anon, s->file, s->activeFile, s->inactiveFile, s->shmem, s->slabReclaimable, s->workingsetRefaultFile);
+      "anon {}\nfile {}\nactive_file {}\ninactive_file {}\nshmem {}\nslab_reclaimable {}\nworkingset_refault_file {}\n"
+      "workingset_activate_file {}\n",
+      s->anon, s->file, s->activeFile, s->inactiveFile, s->shmem, s->slabReclaimable, s->workingsetRefaultFile,
+      s->workingsetActivateFile);
   auto again = cgroup::parseMemoryStat(printed);
   FUZZ_CHECK(again.ok(), "a printed memory.stat parses");
   FUZZ_CHECK(again->anon == s->anon && again->file == s->file && again->activeFile == s->activeFile &&
                  again->inactiveFile == s->inactiveFile && again->shmem == s->shmem &&
                  again->slabReclaimable == s->slabReclaimable &&
-                 again->workingsetRefaultFile == s->workingsetRefaultFile,
+                 again->workingsetRefaultFile == s->workingsetRefaultFile &&
+                 again->workingsetActivateFile == s->workingsetActivateFile,
              "a printed memory.stat parses to the same figures");
   return 0;
 }

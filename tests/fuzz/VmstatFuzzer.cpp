@@ -1,15 +1,17 @@
-// /proc/vmstat's refault counter: a parsed value prints back to the same value.
-#include <string>
+// /proc/vmstat's workingset counters: parsed values print back to the same values.
+#include <fmt/format.h>
 
 #include "proc/Vmstat.h"
 #include "tests/fuzz/Check.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   using namespace reclaimd;
-  auto refaults = proc::parseRefaultFile(fuzz::asText(data, size));
-  if (!refaults) return 0;
+  auto w = proc::parseWorkingset(fuzz::asText(data, size));
+  if (!w) return 0;
   // workingset_refault_file 12345
-  auto again = proc::parseRefaultFile("workingset_refault_file " + std::to_string(*refaults) + "\n");
-  FUZZ_CHECK(again.ok() && *again == *refaults, "a printed refault counter parses to the same value");
+  auto again = proc::parseWorkingset(
+      fmt::format("workingset_refault_file {}\nworkingset_activate_file {}\n", w->refaults, w->activations));
+  FUZZ_CHECK(again.ok() && again->refaults == w->refaults && again->activations == w->activations,
+             "printed workingset counters parse to the same values");
   return 0;
 }

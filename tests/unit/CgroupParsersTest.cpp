@@ -69,18 +69,21 @@ INSTANTIATE_TEST_SUITE_P(
 TEST(MemoryStat, ParsesTheFieldsReclaimNeeds) {
   auto s = parseMemoryStat(
       "anon 1048576\nfile 314572800\nkernel 2000\nshmem 4096\nfile_mapped 0\nactive_anon 0\ninactive_anon 0\n"
-      "active_file 104857600\ninactive_file 209715200\nslab_reclaimable 8192\nworkingset_refault_file 77\n");
+      "active_file 104857600\ninactive_file 209715200\nslab_reclaimable 8192\nworkingset_refault_file 77\n"
+      "workingset_activate_file 70\nworkingset_restore_file 7\n");
   ASSERT_TRUE(s.ok()) << s.error().message();
   EXPECT_EQ(s->fileCache(), 314572800u);
   EXPECT_EQ(s->shmem, 4096u);
   EXPECT_EQ(s->slabReclaimable, 8192u);
   EXPECT_EQ(s->workingsetRefaultFile, 77u);
+  EXPECT_EQ(s->workingsetActivateFile, 70u);
 }
 
 TEST(MemoryStat, OlderKernelWithoutRefaultFileIsFine) {
   auto s = parseMemoryStat("active_file 1\ninactive_file 2\nworkingset_refault 5\n");
   ASSERT_TRUE(s.ok());
   EXPECT_EQ(s->workingsetRefaultFile, 0u);
+  EXPECT_EQ(s->workingsetActivateFile, 0u);
 }
 
 TEST(MemoryStat, MalformedOrMissingIsAnError) {

@@ -28,6 +28,22 @@ class EngineTrimTest : public EngineHarness {
       if (e.field("kind") == "trim") out.push_back(e);
     return out;
   }
+  // 600 MiB in `work`, whose 100 MiB hot set the kernel gives up before its cold cache: every
+  // byte of it a probe takes is read back once, counted as activations where `activates`. How
+  // long after the first probe the cache is within 10 % of the hot set of its 128 MiB floor,
+  // which holds the hot set (or 20 minutes).
+  std::chrono::nanoseconds firstContact(bool activates) {
+    sim_.addCgroup("work", 600 * kMiB);
+    sim_.cgroup("work").hot = 100 * kMiB;
+    sim_.cgroup("work").unlearned = 100 * kMiB;
+    sim_.cgroup("work").activates = activates;
+    sim_.setMachineBusy(0.04);
+    start();
+    EXPECT_TRUE(runUntil([&] { return !sim_.writes().empty(); }, 3min));
+    const TimePoint first = clock_.now();
+    runUntil([&] { return sim_.subtreeFile("") <= 138 * kMiB; }, 20min);
+    return clock_.now() - first;
+  }
   std::uint64_t lowestAsked_ = ~std::uint64_t{0};
 };
 
@@ -172,6 +188,37 @@ TEST_F(EngineTrimTest, WhatProbesFreeComingBackHoldsProbingLongerEachTime) {
   // Four smallest probes read back per hold after the first: the evidence they take.
   EXPECT_LE(sim_.cgroup("work").refaults - refaults, held.size() * 4 * 1024 + 1024);
   EXPECT_EQ(backoffs(), 0u);
+}
+
+// A hot set behind the cold cache in the kernel's order (6.12, the cold cache read through a
+// mapping after it): the probes' bytes all come back, activated, until the whole hot set was read
+// back once. The rounds double through it, and no hold follows a contact that ended.
+TEST_F(EngineTrimTest, AHotSetGivenUpFirstAndActivatedIsPassedInRoundsThatDouble) {
+  const auto took = firstContact(true);
+  EXPECT_LE(took, 150s) << "cold cache gone within minutes of the first probe";
+  EXPECT_EQ(status().trimHolds, 0u);
+  EXPECT_NEAR(sim_.cgroup("work").refaults, 100 * kMiB / 4096, 2) << "the hot set read back once";
+  const auto w = sim_.writes();
+  ASSERT_GE(w.size(), 5u);
+  EXPECT_EQ(w[4].bytes, 32 * kMiB) << "4.7 MiB back, then 4, 8, 16 and 32";
+  const auto refaulted = named("trim_refaulted");
+  ASSERT_GE(refaulted.size(), 3u);
+  EXPECT_NE(refaulted[2].field("reason").value_or("").find("the next probe doubles"), std::string::npos);
+  EXPECT_EQ(refaulted[2].field("came_back_mib"), "8.0");
+  EXPECT_EQ(refaulted[2].field("activated_mib"), "8.0");
+}
+
+// The same contact on a kernel that counts those refaults as restores, not activations (7.2):
+// nothing says the kernel keeps what came back, so the probes stay at the smallest step.
+TEST_F(EngineTrimTest, AHotSetGivenUpFirstUnactivatedIsPassedInTheSmallestSteps) {
+  const auto took = firstContact(false);
+  EXPECT_GE(took, 4min) << "4 MiB an interval through the contact, then a clean stretch";
+  EXPECT_NEAR(sim_.cgroup("work").refaults, 100 * kMiB / 4096, 2);
+  EXPECT_EQ(sim_.cgroup("work").activations, 0u);
+  for (const Write& x : sim_.writes()) {
+    if (x.at - sim_.writes().front().at > 2min) break;
+    EXPECT_LE(x.bytes, 5 * kMiB) << "no round doubled";
+  }
 }
 
 // A hold ends: probing starts again from a fresh refault rate, and cold cache read meanwhile

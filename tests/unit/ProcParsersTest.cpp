@@ -4,6 +4,7 @@
 #include "base/Quantities.h"
 #include "proc/Meminfo.h"
 #include "proc/ProcStat.h"
+#include "proc/Vmstat.h"
 #include "tests/unit/Fixture.h"
 
 namespace reclaimd::proc {
@@ -142,6 +143,31 @@ TEST(Meminfo, SumsThatOverflowAreAnError) {
       "MemTotal: 18014398509481984 kB\nMemFree: 0 kB\nActive(file): 0 kB\n"
       "Inactive(file): 0 kB\nSReclaimable: 0 kB\n");
   EXPECT_FALSE(bytes.ok()) << "2^54 kB is 2^64 bytes: does not fit";
+}
+
+// Refaults, and of those the pages the kernel activated (put back among those it keeps).
+TEST(Vmstat, ReadsTheFileCountersAndTheirOlderNames) {
+  auto w = proc::parseWorkingset(
+      "nr_free_pages 1\nworkingset_refault_anon 3\nworkingset_refault_file 12345\n"
+      "workingset_activate_anon 2\nworkingset_activate_file 678\nworkingset_restore_file 9\n");
+  ASSERT_TRUE(w.ok()) << w.error().message();
+  EXPECT_EQ(w->refaults, 12345u);
+  EXPECT_EQ(w->activations, 678u);
+  w = proc::parseWorkingset("workingset_refault 77\nworkingset_activate 7\n");  // before 5.9
+  ASSERT_TRUE(w.ok());
+  EXPECT_EQ(w->refaults, 77u);
+  EXPECT_EQ(w->activations, 7u);
+  w = proc::parseWorkingset("workingset_refault_file 5\n");
+  ASSERT_TRUE(w.ok());
+  EXPECT_EQ(w->activations, 0u) << "no activation line: none counted";
+}
+
+TEST(Vmstat, MalformedOrMissingRefaultsAreAnError) {
+  EXPECT_FALSE(proc::parseWorkingset("nr_free_pages 1\n").ok());
+  EXPECT_FALSE(proc::parseWorkingset("workingset_refault_file x\n").ok());
+  const auto bad = proc::parseWorkingset("workingset_refault_file 1\nworkingset_activate_file -1\n");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message().find("workingset_activate_file -1"), std::string::npos) << bad.error().message();
 }
 
 }  // namespace

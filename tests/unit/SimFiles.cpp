@@ -21,6 +21,7 @@ struct Subtree {
   nanoseconds usage{0};
   std::uint64_t file = 0;
   std::uint64_t refaults = 0;
+  std::uint64_t activations = 0;
 };
 
 std::map<std::string, Subtree> subtrees(const std::map<std::string, SimCgroup>& cgroups) {
@@ -32,11 +33,13 @@ std::map<std::string, Subtree> subtrees(const std::map<std::string, SimCgroup>& 
     s.usage += it->second.usage;
     s.file += it->second.file;
     s.refaults += it->second.refaults;
+    s.activations += it->second.activations;
     if (it->first.empty()) continue;
     Subtree& parent = sums[parentOf(it->first)];
     parent.usage += s.usage;
     parent.file += s.file;
     parent.refaults += s.refaults;
+    parent.activations += s.activations;
   }
   return sums;
 }
@@ -115,7 +118,8 @@ void SimFiles::renderCgroups() {
     put(dir + "/memory.pressure", pressureFile(c.stallUsec));
     put(dir + "/memory.stat", "anon 0\nfile " + std::to_string(s.file) + "\nactive_file " + std::to_string(s.file / 2) +
                                   "\ninactive_file " + std::to_string(s.file - s.file / 2) +
-                                  "\nworkingset_refault_file " + std::to_string(s.refaults) + "\n");
+                                  "\nworkingset_refault_file " + std::to_string(s.refaults) +
+                                  "\nworkingset_activate_file " + std::to_string(s.activations) + "\n");
   }
   // Cgroups the model no longer has leave as rmdir would take them.
   for (auto gone = dirs_.begin(); gone != dirs_.end();) {

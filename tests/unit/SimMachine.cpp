@@ -73,10 +73,14 @@ void SimMachine::advance() {
     const double share = c.cpuShare + (!chargeTo_.empty() && path == chargeTo_ ? machineBusy_ : 0);
     c.usage += nanoseconds(static_cast<std::int64_t>(static_cast<double>(d.count()) * share));
     c.stallUsec += static_cast<std::uint64_t>(c.stallShare * seconds * 1e6);
+    c.file += c.readBack;
+    std::uint64_t back = std::exchange(c.readBack, 0);
     if (c.file < c.hot) {
-      c.refaults += (c.hot - c.file) / 4096;
+      back += c.hot - c.file;
       c.file = c.hot;
     }
+    c.refaults += back / 4096;
+    if (c.activates) c.activations += back / 4096;
   }
 }
 
@@ -117,12 +121,14 @@ Result<proc::Meminfo> SimMachine::meminfo() {
   return m;
 }
 
-Result<std::uint64_t> SimMachine::machineRefaults() {
+Result<proc::Workingset> SimMachine::machineRefaults() {
   advance();
   if (auto f = fault("vmstat")) return *f;
-  std::uint64_t sum = 0;
-  for (const auto& [p, c] : cgroups_)
-    sum += c.refaults;
+  proc::Workingset sum;
+  for (const auto& [p, c] : cgroups_) {
+    sum.refaults += c.refaults;
+    sum.activations += c.activations;
+  }
   return sum;
 }
 
@@ -157,10 +163,13 @@ Result<controller::MemoryReading> SimMachine::memory(const CgroupRef& ref) {
   advance();
   if (auto f = fault("memory")) return *f;
   if (!find(ref)) return errnoError(ENOENT, "gone");
-  std::uint64_t refaults = 0;
-  for (const auto& [p, c] : cgroups_)
-    if (inside(p, std::string(ref.path))) refaults += c.refaults;
-  return controller::MemoryReading{subtreeFile(std::string(ref.path)), refaults};
+  controller::MemoryReading m{subtreeFile(std::string(ref.path)), 0, 0};
+  for (const auto& [p, c] : cgroups_) {
+    if (!inside(p, std::string(ref.path))) continue;
+    m.refaults += c.refaults;
+    m.activations += c.activations;
+  }
+  return m;
 }
 
 Result<nanoseconds> SimMachine::cgroupCpu(const CgroupRef& ref) {
@@ -203,6 +212,11 @@ std::uint64_t SimMachine::take(const std::string& path, std::uint64_t bytes) {
   std::uint64_t taken = 0;
   for (auto& [p, c] : cgroups_) {
     if (!inside(p, path) || taken >= bytes) continue;
+    const std::uint64_t contact = std::min({c.unlearned, c.file, bytes - taken});
+    c.unlearned -= contact;
+    c.readBack += contact;
+    c.file -= contact;
+    taken += contact;
     const std::uint64_t got = std::min(c.file, bytes - taken);
     c.file -= got;
     taken += got;

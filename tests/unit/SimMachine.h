@@ -39,10 +39,19 @@ class ManualClock final : public Clock {
 struct SimCgroup {
   std::uint64_t inode = 0;
   std::uint64_t file = 0;      // reclaimable file cache, bytes (own, not the subtree's)
-  std::uint64_t refaults = 0;  // workingset_refault_file, pages (own)
+  std::uint64_t refaults = 0;     // workingset_refault_file, pages (own)
+  std::uint64_t activations = 0;  // workingset_activate_file, pages (own)
   // The work's hot set: cache it keeps reading. Taken below it, the cache is read back from
   // disk at once (refaults), as a workload re-reading its files would.
   std::uint64_t hot = 0;
+  // Of the hot set, what the kernel gives up before any cold cache, once: it lies behind cold
+  // cache in the kernel's order until it is read back (6.12, cold cache read through a mapping
+  // after the hot set was read). Taken, it is read back at once and kept from then on.
+  std::uint64_t unlearned = 0;
+  std::uint64_t readBack = 0;  // taken from `unlearned`, read back at the next moment
+  // Whether the kernel counts refaults as activations (6.1's and 6.12's LRUs do; 7.2's MGLRU
+  // counts a read() refault as a restore instead).
+  bool activates = true;
   double cpuShare = 0;  // CPUs busy (0.25 = a quarter of one CPU)
   std::chrono::nanoseconds usage{0};
   std::uint64_t stallUsec = 0;  // memory.pressure some total
@@ -102,7 +111,7 @@ class SimMachine final : public controller::Sensors, public controller::Actuator
   Result<controller::CpuReading> cpu() override;
   std::chrono::nanoseconds ownCpu() override { return std::chrono::nanoseconds(0); }
   Result<proc::Meminfo> meminfo() override;
-  Result<std::uint64_t> machineRefaults() override;
+  Result<proc::Workingset> machineRefaults() override;
   Result<cgroup::Tree> tree(const cgroup::Descend& descend) override;
   Result<controller::MemoryReading> memory(const CgroupRef& ref) override;
   Result<std::chrono::nanoseconds> cgroupCpu(const CgroupRef& ref) override;

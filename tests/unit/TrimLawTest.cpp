@@ -12,6 +12,11 @@ constexpr std::uint64_t kMiB = 1ULL << 20;
 
 const TrimLawSettings kDefault{4 * kMiB, 1, 64 * kMiB, 120s};  // a clean stretch: 60 s
 
+// Read back from disk, none of it activated (7.2 counts a read() refault as a restore).
+ReadBack notActivated(std::uint64_t bytes) { return ReadBack{bytes, 0}; }
+// Read back from disk and activated, every page (6.1's and 6.12's LRUs).
+ReadBack activated(std::uint64_t bytes) { return ReadBack{bytes, bytes}; }
+
 TEST(TrimLaw, StartsAtOnePercentOrTheSmallestStep) {
   TrimLaw law;
   law.start(TimePoint{}, 1000 * kMiB, kDefault);
@@ -46,7 +51,7 @@ TEST(TrimLaw, ARefaultResetsTheStepAndTheStretch) {
   law.start(t, 1000 * kMiB, kDefault);
   for (int i = 0; i < 15; ++i) law.probed(t += 6s, 1000 * kMiB, kDefault);
   ASSERT_EQ(law.step(), 64 * kMiB);
-  EXPECT_FALSE(law.refaulted(t, 900 * kMiB, 0, kDefault).has_value()) << "a first refault is never a hold";
+  EXPECT_FALSE(law.refaulted(t, 900 * kMiB, notActivated(0), kDefault).has_value()) << "a first refault is never a hold";
   EXPECT_FALSE(law.held(t));
   EXPECT_EQ(law.step(), 4 * kMiB);
   law.probed(t += 6s, 900 * kMiB, kDefault);
@@ -58,11 +63,11 @@ TEST(TrimLaw, LittleBackOfMuchFreedIsLearningNotTheBottom) {
   TrimLaw law;
   TimePoint t{};
   law.start(t, 400 * kMiB, kDefault);
-  ASSERT_FALSE(law.refaulted(t += 6s, 400 * kMiB, 10 * kMiB, kDefault));
+  ASSERT_FALSE(law.refaulted(t += 6s, 400 * kMiB, notActivated(10 * kMiB), kDefault));
   law.freed(4 * kMiB);
-  EXPECT_FALSE(law.refaulted(t += 1s, 400 * kMiB, 14 * kMiB, kDefault)) << "too little probed to judge";
+  EXPECT_FALSE(law.refaulted(t += 1s, 400 * kMiB, notActivated(14 * kMiB), kDefault)) << "too little probed to judge";
   for (int i = 0; i < 30; ++i) law.freed(4 * kMiB);
-  EXPECT_FALSE(law.refaulted(t += 10s, 290 * kMiB, 50 * kMiB, kDefault)) << "40 of 124 MiB back: learning";
+  EXPECT_FALSE(law.refaulted(t += 10s, 290 * kMiB, notActivated(50 * kMiB), kDefault)) << "40 of 124 MiB back: learning";
   EXPECT_FALSE(law.held(t));
 }
 
@@ -74,19 +79,148 @@ TEST(TrimLaw, AFirstContactGivingAllBackIsJudgedOverAQuarterOfTheCache) {
   TimePoint t{};
   std::uint64_t back = 0;
   law.start(t, 400 * kMiB, kDefault);
-  ASSERT_FALSE(law.refaulted(t += 1s, 500 * kMiB, back, kDefault));
+  ASSERT_FALSE(law.refaulted(t += 1s, 500 * kMiB, notActivated(back), kDefault));
   for (int i = 0; i < 24; ++i) {  // 96 MiB, all read back: under a quarter of 400
     law.probed(t += 1s, 400 * kMiB, kDefault);
     law.freed(4 * kMiB);
     back += 4 * kMiB;
-    EXPECT_FALSE(law.refaulted(t, 500 * kMiB, back, kDefault)) << "probe " << i;
+    EXPECT_FALSE(law.refaulted(t, 500 * kMiB, notActivated(back), kDefault)) << "probe " << i;
   }
   EXPECT_FALSE(law.held(t));
   EXPECT_EQ(law.holds(), 0u);
   law.probed(t += 1s, 400 * kMiB, kDefault);
   law.freed(4 * kMiB);
   back += 4 * kMiB;
-  EXPECT_EQ(law.refaulted(t, 500 * kMiB, back, kDefault).value_or(0s), 120s) << "100 MiB of 100 back: the bottom";
+  EXPECT_EQ(law.refaulted(t, 500 * kMiB, notActivated(back), kDefault).value_or(0s), 120s) << "100 MiB of 100 back: the bottom";
+}
+
+// A hot set behind cold cache in the kernel's order (6.12, the cold cache read through a mapping
+// after it): each round of probes comes back whole, each page activated and kept from then on.
+// The rounds double, so the hot set is read back once in a few rounds and the cold cache goes.
+TEST(TrimLaw, ARoundThatCameBackActivatedDoublesTheStep) {
+  TrimLaw law;
+  TimePoint t{};
+  std::uint64_t back = 0;
+  law.start(t, 400 * kMiB, kDefault);
+  ASSERT_FALSE(law.refaulted(t += 1s, 400 * kMiB, activated(back), kDefault));
+  ASSERT_EQ(law.step(), 4 * kMiB);
+  std::vector<std::uint64_t> steps;
+  for (int round = 0; round < 4; ++round) {
+    law.freed(law.step());
+    back += law.step();
+    EXPECT_FALSE(law.refaulted(t += 1s, 400 * kMiB, activated(back), kDefault)) << round;
+    steps.push_back(law.step() / kMiB);
+  }
+  EXPECT_EQ(steps, (std::vector<std::uint64_t>{8, 16, 32, 64})) << "up to the reclaim chunk";
+  law.freed(64 * kMiB);
+  back += 40 * kMiB;
+  law.refaulted(t += 1s, 400 * kMiB, activated(back), kDefault);
+  EXPECT_EQ(law.step(), 64 * kMiB) << "40 of 64 MiB back: the contact ended within the round, the rest was cold";
+  law.freed(64 * kMiB);
+  back += 8 * kMiB;
+  law.refaulted(t += 1s, 400 * kMiB, activated(back), kDefault);
+  EXPECT_EQ(law.step(), 4 * kMiB) << "a refault after the contact: the smallest step again";
+}
+
+// A round that came back half, after no doubling: a refault as any other.
+TEST(TrimLaw, AHalfRoundOutsideTheRoundsIsARefaultAsAnyOther) {
+  TrimLaw law;
+  TimePoint t{};
+  law.start(t, 1000 * kMiB, kDefault);
+  for (int i = 0; i < 15; ++i) law.probed(t += 6s, 1000 * kMiB, kDefault);
+  ASSERT_EQ(law.step(), 64 * kMiB);
+  law.refaulted(t, 1000 * kMiB, activated(0), kDefault);
+  ASSERT_EQ(law.step(), 4 * kMiB);
+  for (int i = 0; i < 10; ++i) law.probed(t += 6s, 1000 * kMiB, kDefault);
+  ASSERT_EQ(law.step(), 8 * kMiB);
+  law.freed(8 * kMiB);
+  law.refaulted(t += 6s, 1000 * kMiB, activated(4 * kMiB), kDefault);
+  EXPECT_EQ(law.step(), 4 * kMiB);
+}
+
+// 7.2 counts a read() refault as a restore, not an activation, and a kernel that has not learned
+// gives the next round back too: doubling there read the hot set back twice as fast.
+TEST(TrimLaw, RoundsThatCameBackUnactivatedStayAtTheSmallestStep) {
+  TrimLaw law;
+  TimePoint t{};
+  std::uint64_t back = 0;
+  law.start(t, 400 * kMiB, kDefault);
+  law.refaulted(t += 1s, 400 * kMiB, notActivated(back), kDefault);
+  for (int round = 0; round < 4; ++round) {
+    law.freed(4 * kMiB);
+    back += 4 * kMiB;
+    law.refaulted(t += 1s, 400 * kMiB, ReadBack{back, back / 2}, kDefault);
+    EXPECT_EQ(law.step(), 4 * kMiB) << "half activated, round " << round;
+  }
+}
+
+// While rounds double, the first hold waits for half of what lies above the floor: a contact
+// that outlasts a quarter still ends in cold cache, and a hold at its end keeps that waiting.
+TEST(TrimLaw, WhileRoundsDoubleTheFirstHoldIsJudgedOverHalfOfTheCache) {
+  TrimLaw law;
+  TimePoint t{};
+  std::uint64_t back = 0;
+  std::uint64_t freed = 0;
+  law.start(t, 400 * kMiB, kDefault);
+  law.refaulted(t += 1s, 400 * kMiB, activated(back), kDefault);
+  // Rounds of 4, 8, 16, 32, 64 and 64 MiB: 188 MiB, every byte back, past a quarter of 400.
+  for (int round = 0; round < 6; ++round) {
+    const std::uint64_t step = law.step();
+    law.freed(step);
+    freed += step;
+    back += step;
+    EXPECT_FALSE(law.refaulted(t += 1s, 400 * kMiB, activated(back), kDefault)) << freed / kMiB << " MiB";
+  }
+  ASSERT_EQ(freed, 188 * kMiB);
+  law.freed(64 * kMiB);
+  back += 64 * kMiB;
+  EXPECT_EQ(law.refaulted(t += 1s, 400 * kMiB, activated(back), kDefault).value_or(0s), 120s)
+      << "over half of what lies above, every byte back: the bottom";
+}
+
+// The round that ends the doubling is judged as the rounds were sent: over half.
+TEST(TrimLaw, TheRoundThatEndsTheDoublingIsJudgedOverHalfOfTheCacheToo) {
+  TrimLaw law;
+  TimePoint t{};
+  std::uint64_t back = 0;
+  law.start(t, 400 * kMiB, kDefault);
+  law.refaulted(t += 1s, 400 * kMiB, activated(back), kDefault);
+  for (int round = 0; round < 4; ++round) {  // 4, 8, 16 and 32 MiB
+    law.freed(law.step());
+    back += law.step();
+    law.refaulted(t += 1s, 400 * kMiB, activated(back), kDefault);
+  }
+  ASSERT_EQ(law.step(), 64 * kMiB);
+  law.freed(64 * kMiB);
+  EXPECT_FALSE(law.refaulted(t += 1s, 400 * kMiB, ReadBack{back + 56 * kMiB, back + 20 * kMiB}, kDefault))
+      << "116 of 124 MiB back, past a quarter of 400 but not half";
+  EXPECT_EQ(law.step(), 4 * kMiB) << "the last round's refaults mostly not activated";
+}
+
+TEST(TrimLaw, ARoundsDoublingStopsAtAQuarterOfWhatLiesAbove) {
+  TrimLaw law;
+  TimePoint t{};
+  std::uint64_t back = 0;
+  law.start(t, 40 * kMiB, kDefault);
+  law.refaulted(t += 1s, 40 * kMiB, activated(back), kDefault);
+  for (int round = 0; round < 3; ++round) {
+    law.freed(law.step());
+    back += law.step();
+    law.refaulted(t += 1s, 40 * kMiB, activated(back), kDefault);
+  }
+  EXPECT_EQ(law.step(), 10 * kMiB);
+}
+
+TEST(TrimLaw, NothingFreedSinceTheLastRefaultIsNoRound) {
+  TrimLaw law;
+  TimePoint t{};
+  law.start(t, 400 * kMiB, kDefault);
+  law.refaulted(t += 1s, 400 * kMiB, activated(0), kDefault);
+  law.refaulted(t += 1s, 400 * kMiB, activated(8 * kMiB), kDefault);
+  EXPECT_EQ(law.step(), 4 * kMiB);
+  law.freed(4 * kMiB);
+  law.refaulted(t += 1s, 400 * kMiB, ReadBack{4 * kMiB, 4 * kMiB}, kDefault);
+  EXPECT_EQ(law.step(), 4 * kMiB) << "counters that went back";
 }
 
 TEST(TrimLaw, HalfOfWhatWasFreedComingBackHoldsAndTheHoldsGrowWhileItDoes) {
@@ -94,14 +228,14 @@ TEST(TrimLaw, HalfOfWhatWasFreedComingBackHoldsAndTheHoldsGrowWhileItDoes) {
   TimePoint t{};
   std::uint64_t back = 0;
   law.start(t, 300 * kMiB, kDefault);
-  ASSERT_FALSE(law.refaulted(t += 6s, 300 * kMiB, back, kDefault));
+  ASSERT_FALSE(law.refaulted(t += 6s, 300 * kMiB, notActivated(back), kDefault));
   std::vector<std::chrono::nanoseconds> holds;
   for (int i = 0; i < 7; ++i) {
     // A quarter of what lies above the floor for the first, four smallest probes after: all read back.
     const int probes = i == 0 ? 19 : 4;
     for (int p = 0; p < probes; ++p) law.freed(4 * kMiB);
     back += probes * 4 * kMiB;
-    const auto hold = law.refaulted(t += 3s, 300 * kMiB, back, kDefault);
+    const auto hold = law.refaulted(t += 3s, 300 * kMiB, notActivated(back), kDefault);
     ASSERT_TRUE(hold.has_value()) << i;
     EXPECT_TRUE(law.held(t + *hold - 1s));
     EXPECT_FALSE(law.held(t + *hold));
@@ -118,26 +252,26 @@ TEST(TrimLaw, ACleanStretchEndsTheEscalation) {
   TrimLaw law;
   TimePoint t{};
   law.start(t, 300 * kMiB, kDefault);
-  law.refaulted(t += 6s, 300 * kMiB, 0, kDefault);
+  law.refaulted(t += 6s, 300 * kMiB, notActivated(0), kDefault);
   law.freed(76 * kMiB);
-  ASSERT_TRUE(law.refaulted(t += 6s, 300 * kMiB, 76 * kMiB, kDefault));
+  ASSERT_TRUE(law.refaulted(t += 6s, 300 * kMiB, notActivated(76 * kMiB), kDefault));
   t = law.heldUntil();
   law.start(t, 300 * kMiB, kDefault);
   for (int i = 0; i < 12; ++i) law.probed(t += 6s, 300 * kMiB, kDefault);
   EXPECT_EQ(law.holds(), 0u);
   law.freed(16 * kMiB);
-  EXPECT_FALSE(law.refaulted(t += 6s, 300 * kMiB, 92 * kMiB, kDefault)) << "a first hold again: a quarter to judge";
+  EXPECT_FALSE(law.refaulted(t += 6s, 300 * kMiB, notActivated(92 * kMiB), kDefault)) << "a first hold again: a quarter to judge";
   law.freed(60 * kMiB);
-  EXPECT_EQ(law.refaulted(t += 6s, 300 * kMiB, 152 * kMiB, kDefault).value_or(0s), 120s)
+  EXPECT_EQ(law.refaulted(t += 6s, 300 * kMiB, notActivated(152 * kMiB), kDefault).value_or(0s), 120s)
       << "the escalation starts over";
 }
 
 TEST(TrimLaw, ACounterThatWentBackIsNoHistory) {
   TrimLaw law;
   law.start(TimePoint{}, 300 * kMiB, kDefault);
-  law.refaulted(TimePoint{} + 6s, 300 * kMiB, 100 * kMiB, kDefault);
+  law.refaulted(TimePoint{} + 6s, 300 * kMiB, notActivated(100 * kMiB), kDefault);
   law.freed(80 * kMiB);
-  EXPECT_FALSE(law.refaulted(TimePoint{} + 12s, 300 * kMiB, 20 * kMiB, kDefault));
+  EXPECT_FALSE(law.refaulted(TimePoint{} + 12s, 300 * kMiB, notActivated(20 * kMiB), kDefault));
 }
 
 TEST(TrimLaw, HugeFiguresSaturate) {
@@ -150,8 +284,8 @@ TEST(TrimLaw, HugeFiguresSaturate) {
   EXPECT_EQ(law.size(huge, s), huge / 4);
   law.freed(huge);
   law.freed(huge);
-  law.refaulted(TimePoint{} + 80s, huge, 0, s);
-  EXPECT_FALSE(law.refaulted(TimePoint{} + 81s, huge, 0, s)) << "nothing came back";
+  law.refaulted(TimePoint{} + 80s, huge, notActivated(0), s);
+  EXPECT_FALSE(law.refaulted(TimePoint{} + 81s, huge, notActivated(0), s)) << "nothing came back";
 }
 
 }  // namespace

@@ -172,14 +172,14 @@ class TreeSensors final : public controller::Sensors {
   Result<controller::CpuReading> cpu() override { return controller::CpuReading{std::chrono::nanoseconds(0), total_}; }
   std::chrono::nanoseconds ownCpu() override { return std::chrono::nanoseconds(0); }
   Result<proc::Meminfo> meminfo() override { return mem_; }
-  Result<std::uint64_t> machineRefaults() override { return std::uint64_t{0}; }
+  Result<proc::Workingset> machineRefaults() override { return proc::Workingset{}; }
   Result<cgroup::Tree> tree(const cgroup::Descend& descend) override { return tracker_.walk(descend); }
   Result<controller::MemoryReading> memory(const controller::CgroupRef& ref) override {
     auto cg = tracker_.open(ref);
     if (!cg) return cg.error();
     auto stat = (*cg)->memoryStat();
     if (!stat) return stat.error();
-    return controller::MemoryReading{stat->fileCache(), stat->workingsetRefaultFile};
+    return controller::MemoryReading{stat->fileCache(), stat->workingsetRefaultFile, stat->workingsetActivateFile};
   }
   Result<std::chrono::nanoseconds> cgroupCpu(const controller::CgroupRef& ref) override {
     auto cg = tracker_.open(ref);
