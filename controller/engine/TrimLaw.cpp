@@ -33,6 +33,7 @@ void TrimLaw::probed(TimePoint now, std::uint64_t above, const TrimLawSettings& 
   above_ = above;
   if (now - cleanSince_ < s.grace / 2) return;
   holds_ = 0;
+  doubledInRow_ = false;
   // Saturating: a step near 2^63 stays where it is rather than wrapping.
   const std::uint64_t doubled = step_ > UINT64_MAX / 2 ? step_ : 2 * step_;
   step_ = std::max(step_, std::min(doubled, cap(above, s)));
@@ -48,11 +49,11 @@ void TrimLaw::rebase(std::uint64_t refaultedBytes) {
   freedSince_ = 0;
 }
 
-std::uint64_t TrimLaw::evidence(bool inRounds, const TrimLawSettings& s) const {
+std::uint64_t TrimLaw::evidence(const TrimLawSettings& s) const {
   const std::uint64_t steps = s.minStep > UINT64_MAX / 4 ? UINT64_MAX : 4 * s.minStep;
-  // Rounds that double meet a kernel keeping what comes back: the contact may take more of the
+  // Rounds that doubled met a kernel keeping what comes back: the contact may take more of the
   // cache before it ends, and a hold at its end keeps the cold cache behind it.
-  return holds_ > 0 ? steps : std::max(steps, inRounds ? above_ / 2 : above_ / 4);
+  return holds_ > 0 ? steps : std::max(steps, doubledInRow_ ? above_ / 2 : above_ / 4);
 }
 
 TrimLaw::Round TrimLaw::roundOf(ReadBack total) const {
@@ -61,13 +62,9 @@ TrimLaw::Round TrimLaw::roundOf(ReadBack total) const {
   return Round{total.refaulted - lastBack_->refaulted, total.activated - lastBack_->activated, roundFreed_};
 }
 
-std::optional<std::chrono::nanoseconds> TrimLaw::refaulted(TimePoint now, std::uint64_t reclaimable, ReadBack total,
-                                                           const TrimLawSettings& s) {
-  const std::uint64_t refaultedBytes = total.refaulted;
-  const Round round = roundOf(total);
-  const bool inRounds = rounds_;  // the round just ended was sent doubled
-  // Three quarters or more (x - x / 4 never wraps). After a hold the first contact is over:
-  // what comes back then is the bottom's, and the step is the smallest.
+// Three quarters or more (x - x / 4 never wraps). After a hold the first contact is over: what
+// comes back then is the bottom's, and the step is the smallest.
+void TrimLaw::answer(const Round& round, const TrimLawSettings& s) {
   const bool activated = round.came > 0 && round.activated >= round.came - round.came / 4;
   const bool cameBack = round.freed > 0 && round.came >= round.freed - round.freed / 4;
   if (holds_ == 0 && activated && cameBack) {
@@ -81,16 +78,32 @@ std::optional<std::chrono::nanoseconds> TrimLaw::refaulted(TimePoint now, std::u
     lastAnswer_ = StepAnswer::Smallest;
   }
   rounds_ = lastAnswer_ == StepAnswer::Doubled;
+  doubledInRow_ = doubledInRow_ || rounds_;
   lastRound_ = round;
+}
+
+std::optional<std::chrono::nanoseconds> TrimLaw::refaulted(TimePoint now, std::uint64_t reclaimable, ReadBack total,
+                                                           const TrimLawSettings& s) {
+  const std::uint64_t refaultedBytes = total.refaulted;
+  cleanSince_ = now;
+  // Nothing freed since the last refault: these are that round's late refaults (the work reads
+  // its hot set every tens of seconds, the probes come every few). That round was answered;
+  // they count toward the next hold's judgement, not as a round of their own.
+  if (lastBack_ && roundFreed_ == 0 && total.refaulted >= lastBack_->refaulted &&
+      total.activated >= lastBack_->activated) {
+    lastBack_ = total;
+    return std::nullopt;
+  }
+  const Round round = roundOf(total);
+  answer(round, s);
   lastBack_ = total;
   roundFreed_ = 0;
-  cleanSince_ = now;
   // A counter that went back (a new cgroup under the old name) has no history to judge by.
   if (!refaultedAt_ || refaultedBytes < *refaultedAt_) {
     rebase(refaultedBytes);
     return std::nullopt;
   }
-  if (freedSince_ < evidence(inRounds, s)) return std::nullopt;  // too little probed yet to judge
+  if (freedSince_ < evidence(s)) return std::nullopt;  // too little probed yet to judge
   const std::uint64_t back = refaultedBytes - *refaultedAt_;
   // The bottom: half of what the probes freed came back, and the last round still comes back,
   // three quarters of it (a first contact that ended within the round left cold cache there).

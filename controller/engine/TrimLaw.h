@@ -32,8 +32,9 @@
 //   until the kernel keeps it (68-100 MiB of a 100 MiB hot set on 6.12, 20-42 MiB on 7.2);
 //   then the cold cache behind it goes. Judged over 16 MiB, that contact held probing for 2
 //   and then 4 minutes, and the cold cache was still there 10 minutes after the work (6.12).
-//   While rounds double the first hold is judged over half: over a quarter, a 100 MiB contact
-//   with 374 MiB above held at its very end, and the cold cache behind it waited a grace (6.12).
+//   Once rounds doubled in a row its first hold is judged over half: over a quarter, a 100 MiB
+//   contact with 374 MiB above held at its very end (its last refaults came in after the
+//   rounds had stopped doubling), and the cold cache behind it waited a grace (6.12).
 //   At the bottom, the wider first judgement costs that quarter (or half) read back once.
 // Pure: fed with the time and the target's figures.
 #pragma once
@@ -101,9 +102,10 @@ class TrimLaw {
   void rebase(std::uint64_t refaultedBytes);
   // The round of probes since the last refault; all 0 without a last refault to count from.
   Round roundOf(ReadBack total) const;
-  // What the probes must have freed since judging started before refaults may hold them;
-  // `inRounds`: the round just ended was sent doubled.
-  std::uint64_t evidence(bool inRounds, const TrimLawSettings& s) const;
+  // The step after a refault that ended `round`.
+  void answer(const Round& round, const TrimLawSettings& s);
+  // What the probes must have freed since judging started before refaults may hold them.
+  std::uint64_t evidence(const TrimLawSettings& s) const;
 
   std::uint64_t step_ = 0;
   std::uint64_t above_ = 0;  // over the floor, as of the last start or probe
@@ -113,6 +115,7 @@ class TrimLaw {
   std::optional<ReadBack> lastBack_;          // the counters at the last refault
   std::uint64_t roundFreed_ = 0;              // by probes since then
   bool rounds_ = false;                       // the last refault doubled the step
+  bool doubledInRow_ = false;                 // a refault did, since the row began
   StepAnswer lastAnswer_ = StepAnswer::Smallest;
   Round lastRound_;
   unsigned holds_ = 0;  // in a row, without a clean stretch between them

@@ -178,6 +178,29 @@ TEST(TrimLaw, WhileRoundsDoubleTheFirstHoldIsJudgedOverHalfOfTheCache) {
       << "over half of what lies above, every byte back: the bottom";
 }
 
+// The work reads its hot set every tens of seconds and the probes come every few: a round's
+// refaults can arrive after it was answered. With nothing freed since, they are not a round.
+TEST(TrimLaw, LateRefaultsWithNothingFreedSinceAreNoRoundOfTheirOwn) {
+  TrimLaw law;
+  TimePoint t{};
+  std::uint64_t back = 0;
+  law.start(t, 400 * kMiB, kDefault);
+  law.refaulted(t += 1s, 400 * kMiB, activated(back), kDefault);
+  for (int round = 0; round < 2; ++round) {  // 4 and 8 MiB, back and activated
+    law.freed(law.step());
+    back += law.step();
+    law.refaulted(t += 1s, 400 * kMiB, activated(back), kDefault);
+  }
+  ASSERT_EQ(law.step(), 16 * kMiB);
+  back += 30 * kMiB;
+  EXPECT_FALSE(law.refaulted(t += 1s, 400 * kMiB, ReadBack{back, back - 30 * kMiB}, kDefault));
+  EXPECT_EQ(law.step(), 16 * kMiB) << "late refaults, unactivated: the step stands";
+  law.freed(16 * kMiB);
+  back += 16 * kMiB;
+  law.refaulted(t += 1s, 400 * kMiB, ReadBack{back, back - 30 * kMiB}, kDefault);
+  EXPECT_EQ(law.step(), 32 * kMiB) << "the next round is judged by its own bytes";
+}
+
 // The round that ends the doubling is judged as the rounds were sent: over half.
 TEST(TrimLaw, TheRoundThatEndsTheDoublingIsJudgedOverHalfOfTheCacheToo) {
   TrimLaw law;
@@ -195,6 +218,9 @@ TEST(TrimLaw, TheRoundThatEndsTheDoublingIsJudgedOverHalfOfTheCacheToo) {
   EXPECT_FALSE(law.refaulted(t += 1s, 400 * kMiB, ReadBack{back + 56 * kMiB, back + 20 * kMiB}, kDefault))
       << "116 of 124 MiB back, past a quarter of 400 but not half";
   EXPECT_EQ(law.step(), 4 * kMiB) << "the last round's refaults mostly not activated";
+  law.freed(4 * kMiB);
+  EXPECT_FALSE(law.refaulted(t += 1s, 400 * kMiB, ReadBack{back + 72 * kMiB, back + 20 * kMiB}, kDefault))
+      << "the round's last refaults after the next probe: still judged over half";
 }
 
 TEST(TrimLaw, ARoundsDoublingStopsAtAQuarterOfWhatLiesAbove) {
@@ -282,9 +308,9 @@ TEST(TrimLaw, HugeFiguresSaturate) {
   for (int i = 0; i < 70; ++i) law.probed(TimePoint{} + std::chrono::seconds(2 + i), huge, s);
   EXPECT_EQ(law.step(), huge / 4);
   EXPECT_EQ(law.size(huge, s), huge / 4);
-  law.freed(huge);
-  law.freed(huge);
   law.refaulted(TimePoint{} + 80s, huge, notActivated(0), s);
+  law.freed(huge);
+  law.freed(huge);
   EXPECT_FALSE(law.refaulted(TimePoint{} + 81s, huge, notActivated(0), s)) << "nothing came back";
 }
 
