@@ -17,6 +17,20 @@ ReadBack notActivated(std::uint64_t bytes) { return ReadBack{bytes, 0}; }
 // Read back from disk and activated, every page (6.1's and 6.12's LRUs).
 ReadBack activated(std::uint64_t bytes) { return ReadBack{bytes, bytes}; }
 
+// Probing starts with `above` over the floor; a first refault, then `rounds` rounds of one probe
+// each whose every byte comes back activated, a second apart. Returns what came back in all.
+std::uint64_t roundsBackActivated(TrimLaw& law, TimePoint& t, std::uint64_t above, int rounds) {
+  std::uint64_t back = 0;
+  law.start(t, above, kDefault);
+  law.refaulted(t += 1s, above, activated(back), kDefault);
+  for (int round = 0; round < rounds; ++round) {
+    law.freed(law.step());
+    back += law.step();
+    law.refaulted(t += 1s, above, activated(back), kDefault);
+  }
+  return back;
+}
+
 TEST(TrimLaw, StartsAtOnePercentOrTheSmallestStep) {
   TrimLaw law;
   law.start(TimePoint{}, 1000 * kMiB, kDefault);
@@ -183,14 +197,7 @@ TEST(TrimLaw, WhileRoundsDoubleTheFirstHoldIsJudgedOverHalfOfTheCache) {
 TEST(TrimLaw, LateRefaultsWithNothingFreedSinceAreNoRoundOfTheirOwn) {
   TrimLaw law;
   TimePoint t{};
-  std::uint64_t back = 0;
-  law.start(t, 400 * kMiB, kDefault);
-  law.refaulted(t += 1s, 400 * kMiB, activated(back), kDefault);
-  for (int round = 0; round < 2; ++round) {  // 4 and 8 MiB, back and activated
-    law.freed(law.step());
-    back += law.step();
-    law.refaulted(t += 1s, 400 * kMiB, activated(back), kDefault);
-  }
+  std::uint64_t back = roundsBackActivated(law, t, 400 * kMiB, 2);  // 4 and 8 MiB
   ASSERT_EQ(law.step(), 16 * kMiB);
   back += 30 * kMiB;
   EXPECT_FALSE(law.refaulted(t += 1s, 400 * kMiB, ReadBack{back, back - 30 * kMiB}, kDefault));
@@ -205,14 +212,7 @@ TEST(TrimLaw, LateRefaultsWithNothingFreedSinceAreNoRoundOfTheirOwn) {
 TEST(TrimLaw, TheRoundThatEndsTheDoublingIsJudgedOverHalfOfTheCacheToo) {
   TrimLaw law;
   TimePoint t{};
-  std::uint64_t back = 0;
-  law.start(t, 400 * kMiB, kDefault);
-  law.refaulted(t += 1s, 400 * kMiB, activated(back), kDefault);
-  for (int round = 0; round < 4; ++round) {  // 4, 8, 16 and 32 MiB
-    law.freed(law.step());
-    back += law.step();
-    law.refaulted(t += 1s, 400 * kMiB, activated(back), kDefault);
-  }
+  const std::uint64_t back = roundsBackActivated(law, t, 400 * kMiB, 4);  // 4, 8, 16 and 32 MiB
   ASSERT_EQ(law.step(), 64 * kMiB);
   law.freed(64 * kMiB);
   EXPECT_FALSE(law.refaulted(t += 1s, 400 * kMiB, ReadBack{back + 56 * kMiB, back + 20 * kMiB}, kDefault))
@@ -226,14 +226,7 @@ TEST(TrimLaw, TheRoundThatEndsTheDoublingIsJudgedOverHalfOfTheCacheToo) {
 TEST(TrimLaw, ARoundsDoublingStopsAtAQuarterOfWhatLiesAbove) {
   TrimLaw law;
   TimePoint t{};
-  std::uint64_t back = 0;
-  law.start(t, 40 * kMiB, kDefault);
-  law.refaulted(t += 1s, 40 * kMiB, activated(back), kDefault);
-  for (int round = 0; round < 3; ++round) {
-    law.freed(law.step());
-    back += law.step();
-    law.refaulted(t += 1s, 40 * kMiB, activated(back), kDefault);
-  }
+  roundsBackActivated(law, t, 40 * kMiB, 3);
   EXPECT_EQ(law.step(), 10 * kMiB);
 }
 
