@@ -211,8 +211,8 @@ void Engine::fillTrim(TargetStatus& ts, const TargetState& t, TimePoint now, dou
   }
   ts.trim = "probing";
   if (law.lastAnswer() != TrimLaw::StepAnswer::Smallest && since < t.gov.idle.grace / 2)
-    ts.trimWhy = "the kernel activated what the last probes freed and it came back: it keeps it now, so the step "
-                 "grows past it";
+    ts.trimWhy = "what came back of the last probes the kernel activated (it keeps it now): the probes stay large "
+                 "to get past it";
   else if (since >= t.gov.idle.grace / 2)
     ts.trimWhy = "no refault for " + std::to_string(since.count()) + " s: the step doubles each probe";
   else

@@ -17,13 +17,16 @@
 //   whole hot set was read back once). That cost is fixed; larger rounds pay it within two
 //   minutes instead of spreading it over five. Where refaults are not activations (7.2 counts a
 //   read() refault as a restore), rounds that doubled met a kernel that had not learned and read
-//   the hot set back twice as fast: the smallest step there. After a hold the first contact is
-//   over, and what comes back is the bottom's: the smallest step too.
+//   the hot set back twice as fast: the smallest step there. After a doubling, a round that came
+//   back only in part, activated, keeps the step (the contact ended within it; the rest was
+//   cold). After a hold the first contact is over, and what comes back is the bottom's: the
+//   smallest step too. Refaults with nothing freed since the last are that round's late ones
+//   (the probes come every few seconds, the work re-reads every tens): no round of their own.
 // - Only when what came back from disk since the previous refault is at least half of what the
 //   probes freed since, and three quarters of the last round's bytes, are the probes at the
-//   bottom: what is left is the work's. Then probing
-//   holds for a grace, doubling while it stays so right after each hold, up to kMaxHold. A clean
-//   stretch ends the escalation. A kernel still learning gives back a little of much: no hold.
+//   bottom: what is left is the work's. Then probing holds for a grace, doubling while it stays
+//   so right after each hold, up to kMaxHold. A clean stretch ends the escalation. A kernel
+//   still learning gives back a little of much: no hold.
 // - The first hold in a row is judged over a quarter of what lies above the floor, later ones
 //   over four smallest steps. A kernel's first contact with a hot set can give back every byte
 //   the probes free for a long while: MGLRU leaves a file read with read() in the generation it
@@ -75,9 +78,9 @@ class TrimLaw {
   void probed(TimePoint now, std::uint64_t above, const TrimLawSettings& s);
   // A probe freed `bytes`.
   void freed(std::uint64_t bytes);
-  // Refaults jumped after a probe, the target at `reclaimable` with `back` read back in all (its
+  // Refaults jumped after a probe, the target at `reclaimable` with `total` read back in all (its
   // cumulative counters). Returns the hold, if one starts.
-  std::optional<std::chrono::nanoseconds> refaulted(TimePoint now, std::uint64_t reclaimable, ReadBack back,
+  std::optional<std::chrono::nanoseconds> refaulted(TimePoint now, std::uint64_t reclaimable, ReadBack total,
                                                     const TrimLawSettings& s);
 
   // What the last refault did to the step, and the round of probes it ended.

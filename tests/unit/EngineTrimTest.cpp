@@ -29,16 +29,19 @@ class EngineTrimTest : public EngineHarness {
     return out;
   }
   // 600 MiB in `work`, whose 100 MiB hot set the kernel gives up before its cold cache: every
-  // byte of it a probe takes is read back once, counted as activations where `activates`. How
-  // long after the first probe the cache is within 10 % of the hot set of its 128 MiB floor,
-  // which holds the hot set (or 20 minutes).
-  std::chrono::nanoseconds firstContact(bool activates) {
+  // byte of it a probe takes is read back once, counted as activations where `activates`.
+  void hotSetGivenUpFirst(bool activates) {
     sim_.addCgroup("work", 600 * kMiB);
     sim_.cgroup("work").hot = 100 * kMiB;
     sim_.cgroup("work").unlearned = 100 * kMiB;
     sim_.cgroup("work").activates = activates;
     sim_.setMachineBusy(0.04);
     start();
+  }
+  // That machine: how long after the first probe its cache is within 10 % of the hot set of
+  // its 128 MiB floor, which holds the hot set (or 20 minutes).
+  std::chrono::nanoseconds firstContact(bool activates) {
+    hotSetGivenUpFirst(activates);
     EXPECT_TRUE(runUntil([&] { return !sim_.writes().empty(); }, 3min));
     const TimePoint first = clock_.now();
     runUntil([&] { return sim_.subtreeFile("") <= 138 * kMiB; }, 20min);
@@ -206,6 +209,13 @@ TEST_F(EngineTrimTest, AHotSetGivenUpFirstAndActivatedIsPassedInRoundsThatDouble
   EXPECT_NE(refaulted[2].field("reason").value_or("").find("the next probe doubles"), std::string::npos);
   EXPECT_EQ(refaulted[2].field("came_back_mib"), "8.0");
   EXPECT_EQ(refaulted[2].field("activated_mib"), "8.0");
+}
+
+TEST_F(EngineTrimTest, StatusSaysTheProbesStayLargeWhileTheKernelKeepsWhatCameBack) {
+  hotSetGivenUpFirst(true);
+  ASSERT_TRUE(runUntil([&] { return count("trim_refaulted") >= 3; }, 5min));
+  const std::string why = status().targets.at(0).trimWhy;
+  EXPECT_NE(why.find("the kernel activated (it keeps it now): the probes stay large"), std::string::npos) << why;
 }
 
 // The same contact on a kernel that counts those refaults as restores, not activations (7.2):

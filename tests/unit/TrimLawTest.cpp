@@ -242,6 +242,26 @@ TEST(TrimLaw, NothingFreedSinceTheLastRefaultIsNoRound) {
   EXPECT_EQ(law.step(), 4 * kMiB) << "counters that went back";
 }
 
+// Half of all the probes freed came back, but the last round mostly did not: the contact
+// ended within it, and cold cache lies where the probes are now.
+TEST(TrimLaw, AContactThatEndedWithinTheLastRoundIsNoBottom) {
+  TrimLaw law;
+  TimePoint t{};
+  std::uint64_t back = 0;
+  law.start(t, 400 * kMiB, kDefault);
+  law.refaulted(t += 1s, 400 * kMiB, notActivated(back), kDefault);
+  for (int round = 0; round < 24; ++round) {  // 96 MiB, every byte back: under a quarter of 400
+    law.freed(4 * kMiB);
+    back += 4 * kMiB;
+    ASSERT_FALSE(law.refaulted(t += 1s, 400 * kMiB, notActivated(back), kDefault)) << round;
+  }
+  law.freed(4 * kMiB);
+  back += 1 * kMiB;
+  EXPECT_FALSE(law.refaulted(t += 1s, 400 * kMiB, notActivated(back), kDefault))
+      << "97 of 100 MiB back, but 1 of the last 4";
+  EXPECT_FALSE(law.held(t));
+}
+
 TEST(TrimLaw, HalfOfWhatWasFreedComingBackHoldsAndTheHoldsGrowWhileItDoes) {
   TrimLaw law;
   TimePoint t{};
