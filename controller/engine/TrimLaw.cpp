@@ -71,14 +71,13 @@ void TrimLaw::answer(const Round& round, const TrimLawSettings& s) {
     const std::uint64_t doubled = step_ > UINT64_MAX / 2 ? step_ : 2 * step_;
     step_ = std::max(s.minStep, std::min(doubled, cap(above_, s)));
     lastAnswer_ = StepAnswer::Doubled;
-  } else if (holds_ == 0 && activated && rounds_) {
+  } else if (holds_ == 0 && activated && lastAnswer_ == StepAnswer::Doubled) {
     lastAnswer_ = StepAnswer::Kept;  // the contact ended within this round: the rest of it was cold
   } else {
     step_ = s.minStep;
     lastAnswer_ = StepAnswer::Smallest;
   }
-  rounds_ = lastAnswer_ == StepAnswer::Doubled;
-  doubledInRow_ = doubledInRow_ || rounds_;
+  doubledInRow_ = doubledInRow_ || lastAnswer_ == StepAnswer::Doubled;
   lastRound_ = round;
 }
 

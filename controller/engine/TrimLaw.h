@@ -117,8 +117,7 @@ class TrimLaw {
   std::uint64_t freedSince_ = 0;              // by probes since then
   std::optional<ReadBack> lastBack_;          // the counters at the last refault
   std::uint64_t roundFreed_ = 0;              // by probes since then
-  bool rounds_ = false;                       // the last refault doubled the step
-  bool doubledInRow_ = false;                 // a refault did, since the row began
+  bool doubledInRow_ = false;                 // a refault doubled the step since the row began
   StepAnswer lastAnswer_ = StepAnswer::Smallest;
   Round lastRound_;
   unsigned holds_ = 0;  // in a row, without a clean stretch between them
