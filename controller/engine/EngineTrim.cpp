@@ -61,13 +61,15 @@ std::optional<double> heavy(const IdleVerdict* v, double threshold) {
 const char* refaultedWhy(TrimLaw::StepAnswer answer) {
   switch (answer) {
     case TrimLaw::StepAnswer::Doubled:
-      return "what the last probes freed came back and the kernel activated it (it keeps it now): the next probe doubles";
+      return "what the last probes freed came back and the kernel activated it (it keeps it now): the next "
+             "probe doubles";
     case TrimLaw::StepAnswer::Kept:
       return "the kernel activated what came back and the rest of the round was cold: the next probe keeps its size";
     case TrimLaw::StepAnswer::Smallest:
       break;
   }
-  return "refaults after a probe: the kernel is still learning what is hot; the next probes start again from the smallest step";
+  return "refaults after a probe: the kernel is still learning what is hot; the next probes start again from the "
+         "smallest step";
 }
 
 }  // namespace

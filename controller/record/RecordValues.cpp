@@ -98,7 +98,8 @@ void writeReadings(LineWriter& w, const Readings& g) {
   else
     w.word("-");
   writeReading(w, g.meminfo, [](LineWriter& x, const proc::Meminfo& m) { writeMeminfo(x, m); });
-  writeReading(w, g.machineRefaults, [](LineWriter& x, const proc::Workingset& v) { x.u(v.refaults).u(v.activations); });
+  writeReading(w, g.machineRefaults,
+               [](LineWriter& x, const proc::Workingset& v) { x.u(v.refaults).u(v.activations); });
   writeReading(w, g.tree, [](LineWriter& x, const cgroup::Tree& t) { writeTree(x, t); });
   if (g.scan) {
     writeReading(w, std::optional(g.scan->cgroups), [](LineWriter& x, const CgroupCpuScan& s) { writeScan(x, s); });

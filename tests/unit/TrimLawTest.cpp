@@ -65,7 +65,8 @@ TEST(TrimLaw, ARefaultResetsTheStepAndTheStretch) {
   law.start(t, 1000 * kMiB, kDefault);
   for (int i = 0; i < 15; ++i) law.probed(t += 6s, 1000 * kMiB, kDefault);
   ASSERT_EQ(law.step(), 64 * kMiB);
-  EXPECT_FALSE(law.refaulted(t, 900 * kMiB, notActivated(0), kDefault).has_value()) << "a first refault is never a hold";
+  EXPECT_FALSE(law.refaulted(t, 900 * kMiB, notActivated(0), kDefault).has_value())
+      << "a first refault is never a hold";
   EXPECT_FALSE(law.held(t));
   EXPECT_EQ(law.step(), 4 * kMiB);
   law.probed(t += 6s, 900 * kMiB, kDefault);
@@ -81,7 +82,8 @@ TEST(TrimLaw, LittleBackOfMuchFreedIsLearningNotTheBottom) {
   law.freed(4 * kMiB);
   EXPECT_FALSE(law.refaulted(t += 1s, 400 * kMiB, notActivated(14 * kMiB), kDefault)) << "too little probed to judge";
   for (int i = 0; i < 30; ++i) law.freed(4 * kMiB);
-  EXPECT_FALSE(law.refaulted(t += 10s, 290 * kMiB, notActivated(50 * kMiB), kDefault)) << "40 of 124 MiB back: learning";
+  EXPECT_FALSE(law.refaulted(t += 10s, 290 * kMiB, notActivated(50 * kMiB), kDefault))
+      << "40 of 124 MiB back: learning";
   EXPECT_FALSE(law.held(t));
 }
 
@@ -105,7 +107,8 @@ TEST(TrimLaw, AFirstContactGivingAllBackIsJudgedOverAQuarterOfTheCache) {
   law.probed(t += 1s, 400 * kMiB, kDefault);
   law.freed(4 * kMiB);
   back += 4 * kMiB;
-  EXPECT_EQ(law.refaulted(t, 500 * kMiB, notActivated(back), kDefault).value_or(0s), 120s) << "100 MiB of 100 back: the bottom";
+  EXPECT_EQ(law.refaulted(t, 500 * kMiB, notActivated(back), kDefault).value_or(0s), 120s)
+      << "100 MiB of 100 back: the bottom";
 }
 
 // A hot set behind cold cache in the kernel's order (6.12, the cold cache read through a mapping
@@ -299,7 +302,8 @@ TEST(TrimLaw, ACleanStretchEndsTheEscalation) {
   for (int i = 0; i < 12; ++i) law.probed(t += 6s, 300 * kMiB, kDefault);
   EXPECT_EQ(law.holds(), 0u);
   law.freed(16 * kMiB);
-  EXPECT_FALSE(law.refaulted(t += 6s, 300 * kMiB, notActivated(92 * kMiB), kDefault)) << "a first hold again: a quarter to judge";
+  EXPECT_FALSE(law.refaulted(t += 6s, 300 * kMiB, notActivated(92 * kMiB), kDefault))
+      << "a first hold again: a quarter to judge";
   law.freed(60 * kMiB);
   EXPECT_EQ(law.refaulted(t += 6s, 300 * kMiB, notActivated(152 * kMiB), kDefault).value_or(0s), 120s)
       << "the escalation starts over";
