@@ -251,6 +251,7 @@ class Engine {
   void planTrims(const proc::Meminfo& mem, TimePoint now, std::uint64_t used, std::vector<PlannedShare>& out) const;
   void scheduleTrims(TimePoint now);
   void holdTrim(TargetState& t, const RefaultJump& jump, TimePoint now);
+  std::uint64_t trimKeep(const TargetState& t, TimePoint now) const;
   TrimLawSettings trimLaw(const TargetState& t) const;
   void fillTrim(TargetStatus& ts, const TargetState& t, TimePoint now, double unixNow,
                 const std::function<std::string(TimePoint)>& when) const;
@@ -269,7 +270,7 @@ class Engine {
   void takeTotal(Scope& scope, ScopeId id, TimePoint now, const Result<std::uint64_t>& total);
   void reportPressure(Scope& scope, TimePoint now, const char* source);
   void checkRefaults(TargetState& t, TimePoint now);
-  void watchRefaults(TargetState& t, TimePoint now, const Readings& readings);
+  void watchRefaults(TargetState& t, bool trim, TimePoint now, const Readings& readings);
 
   policies::Policy policy_;
   EngineSetup setup_;

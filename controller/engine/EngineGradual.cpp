@@ -225,7 +225,7 @@ bool Engine::stepEnded(const PlannedShare& share, const StepOutcome& step, bool 
   if (!t) return reprobe;
   turn_.overshoot = step.overshoot;
   settleStep(*t, step, pressed, now);
-  watchRefaults(*t, now, readings);
+  watchRefaults(*t, share.trim, now, readings);
   Event& e = emit(step.status() == cgroup::ReclaimStatus::Failed ? Severity::Error : Severity::Info, "reclaim_step");
   // A trim probe comes every trim.interval: debug, summarized at info (trim_summary).
   if (share.trim && e.severity() == Severity::Info) e.setSeverity(Severity::Debug);

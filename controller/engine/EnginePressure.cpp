@@ -171,27 +171,31 @@ bool Engine::pressureStops(std::uint32_t id, TimePoint now, const Readings& read
 
 // Starts the refault watch after a step: a jump means the step cut into the working set. The
 // counter is the one read after the step's last chunk; a step that wrote none starts from this
-// turn's measurement.
-void Engine::watchRefaults(TargetState& t, TimePoint now, const Readings& readings) {
+// turn's measurement. A probe's watch lasts a grace: the work that never ends reads its hot set
+// every tens of seconds, and what a probe took of it comes back only then (a hot set read once a
+// minute was taken and read back every minute, unseen by a 10 s watch). There is no pressure
+// to evict it meanwhile: those refaults are the probes' doing.
+void Engine::watchRefaults(TargetState& t, bool trim, TimePoint now, const Readings& readings) {
   if (!t.gov.pressure.enabled) return;
+  const nanoseconds window = trim ? t.gov.idle.grace : nanoseconds(0);
   // An unreadable counter leaves this step unwatched, ignoring it: the next step starts a watch.
   if (t.isRoot()) {
     if (!readings.machineRefaults) {
       // Unread this turn too (that failure was said then): unwatched as above.
-      if (pressure_.machineRefaults) t.refaults.stepEnded(now, pressure_.machineRefaults->refaults);
+      if (pressure_.machineRefaults) t.refaults.stepEnded(now, pressure_.machineRefaults->refaults, window);
       return;
     }
     if (!*readings.machineRefaults) return sampleError(readings.machineRefaults->error(), now);
-    t.refaults.stepEnded(now, (*readings.machineRefaults)->refaults);
+    t.refaults.stepEnded(now, (*readings.machineRefaults)->refaults, window);
     return;
   }
   const Result<MemoryReading>* m = readings.memoryOf(t.ref());
   if (!m) {
-    if (t.measured) t.refaults.stepEnded(now, t.measured->refaults);
+    if (t.measured) t.refaults.stepEnded(now, t.measured->refaults, window);
     return;
   }
   if (!*m) return readFailed(t, m->error());
-  t.refaults.stepEnded(now, (*m)->refaults);
+  t.refaults.stepEnded(now, (*m)->refaults, window);
 }
 
 void Engine::checkRefaults(TargetState& t, TimePoint now) {

@@ -97,6 +97,11 @@ bool Engine::trimDue(const TargetState& t, TimePoint now) const {
          !t.trim.law.held(now);
 }
 
+// Where a probe of `t` stops: its floor, or the bottom its last hold showed while that holds.
+std::uint64_t Engine::trimKeep(const TargetState& t, TimePoint now) const {
+  return std::max(t.floor(), t.trim.law.bottom(now));
+}
+
 TrimLawSettings Engine::trimLaw(const TargetState& t) const {
   return TrimLawSettings{t.gov.trim.minStep, t.gov.trim.percent, policy_.reclaim.chunk, t.gov.idle.grace};
 }
@@ -114,7 +119,7 @@ void Engine::planTrims(const proc::Meminfo& mem, TimePoint now, std::uint64_t us
     if (!trimDue(t, now) || !t.measured || !t.trim.baselined) continue;
     if (t.scope && t.scope->backoff().active()) continue;
     const std::uint64_t reclaimable = t.measured->reclaimable;
-    const std::uint64_t keep = t.floor();
+    const std::uint64_t keep = trimKeep(t, now);
     if (reclaimable <= keep) continue;
     const std::uint64_t bytes = std::min(t.trim.law.size(reclaimable - keep, trimLaw(t)), room);
     // Also what the step's first chunk could ask: a kernel that overshoots leaves the last
@@ -128,7 +133,7 @@ void Engine::planTrims(const proc::Meminfo& mem, TimePoint now, std::uint64_t us
 void Engine::scheduleTrims(TimePoint now) {
   for (TargetState& t : targets_.all) {
     if (!trimDue(t, now) || !t.measured) continue;
-    const std::uint64_t above = t.measured->reclaimable - std::min(t.measured->reclaimable, t.floor());
+    const std::uint64_t above = t.measured->reclaimable - std::min(t.measured->reclaimable, trimKeep(t, now));
     if (t.trim.baselined) t.trim.law.probed(now, above, trimLaw(t));
     else t.trim.law.start(now, above, trimLaw(t));
     if (!t.trim.baselined) {
@@ -174,7 +179,9 @@ void Engine::holdTrim(TargetState& t, const RefaultJump& jump, TimePoint now) {
       .mib("held_mib", t.measured->reclaimable)
       .add("for_s", duration<double>(*hold).count(), 0)
       .add("holds", t.trim.law.holds())
-      .add("reason", "half of what the probes freed came back from disk: what is left is the work's; no probe until the hold ends")
+      .add("reason",
+           "half of what the probes freed came back from disk: what is left is the work's; no probe until the hold "
+           "ends, and none below this level for 30 minutes")
       .add("excess_pages", jump.excessPages)
       .add("rate_before_pps", jump.rateBefore, 1)
       .add("rate_after_pps", jump.rateAfter, 1);
@@ -200,8 +207,8 @@ void Engine::fillTrim(TargetStatus& ts, const TargetState& t, TimePoint now, dou
   const std::uint64_t level = std::max(t.floor(), law.heldLevel());
   const std::uint64_t reclaimable = t.measured->reclaimable;
   ts.trimColdBytes = reclaimable > level ? reclaimable - level : 0;
-  const std::uint64_t above = reclaimable > t.floor() ? reclaimable - t.floor() : 0;
-  ts.trimProbeBytes = law.size(above, trimLaw(t));
+  const std::uint64_t keep = trimKeep(t, now);
+  ts.trimProbeBytes = law.size(reclaimable > keep ? reclaimable - keep : 0, trimLaw(t));
   const auto since = duration_cast<seconds>(now - law.cleanSince());
   if (held) {
     ts.trim = "held";
@@ -212,7 +219,11 @@ void Engine::fillTrim(TargetStatus& ts, const TargetState& t, TimePoint now, dou
     return;
   }
   ts.trim = "probing";
-  if (law.lastAnswer() != TrimLaw::StepAnswer::Smallest && since < t.gov.idle.grace / 2)
+  if (law.bottom(now) > t.floor())
+    ts.trimWhy = "probes take only what lies above " + formatBytes(law.bottom(now)) +
+                 ", where the work's reads showed its cache, until " + when(law.bottomUntil()) +
+                 "; then they test below it again";
+  else if (law.lastAnswer() != TrimLaw::StepAnswer::Smallest && since < t.gov.idle.grace / 2)
     ts.trimWhy = "what came back of the last probes the kernel activated (it keeps it now): the probes stay large "
                  "to get past it";
   else if (since >= t.gov.idle.grace / 2)

@@ -1,5 +1,7 @@
 #include "controller/engine/Refault.h"
 
+#include <algorithm>
+
 #include "base/Checked.h"
 
 namespace reclaimd::controller {
@@ -20,8 +22,8 @@ void RefaultGuard::observe(TimePoint at, std::uint64_t refaults) {
   last_ = refaults;
 }
 
-void RefaultGuard::stepEnded(TimePoint at, std::uint64_t refaults) {
-  afterStep_ = AfterStep{at, refaults, rate_};
+void RefaultGuard::stepEnded(TimePoint at, std::uint64_t refaults, std::chrono::nanoseconds window) {
+  afterStep_ = AfterStep{at, refaults, rate_, std::max(window, config_.window)};
   lastAt_ = at;
   last_ = refaults;
 }
@@ -40,7 +42,7 @@ std::optional<RefaultJump> RefaultGuard::check(TimePoint at, std::uint64_t refau
   // previous reading, at an even rate: refaults spread over two minutes after a step are not
   // all the step's doing, and a tick as long as the window still sees its
   // own step's refaults.
-  const TimePoint end = afterStep_->since + config_.window;
+  const TimePoint end = afterStep_->since + afterStep_->window;
   double counted = static_cast<double>(refaults);
   TimePoint upTo = at;
   if (at > end && at > *lastAt_) {

@@ -31,8 +31,9 @@ class RefaultGuard {
 
   // A counter reading outside any watch: keeps the pre-step rate current.
   void observe(TimePoint at, std::uint64_t refaults);
-  // A step ended at `at` with the counter at `refaults`: start watching.
-  void stepEnded(TimePoint at, std::uint64_t refaults);
+  // A step ended at `at` with the counter at `refaults`: start watching, for the configured
+  // window or `window` when longer.
+  void stepEnded(TimePoint at, std::uint64_t refaults, std::chrono::nanoseconds window = {});
   // A reading while watching: the jump when the limit is passed (the watch then ends), else
   // nullopt. The watch also ends quietly when its window has passed; a reading past the
   // window's end is judged on the window's share of what came since the previous reading.
@@ -47,6 +48,7 @@ class RefaultGuard {
     TimePoint since;
     std::uint64_t base;
     double rateBefore;
+    std::chrono::nanoseconds window;
   };
   RefaultConfig config_;
   std::optional<TimePoint> lastAt_;  // the newest reading, in a watch or not

@@ -31,6 +31,9 @@ std::uint64_t TrimLaw::size(std::uint64_t above, const TrimLawSettings& s) const
 
 void TrimLaw::probed(TimePoint now, std::uint64_t above, const TrimLawSettings& s) {
   above_ = above;
+  // Nothing to probe (at the floor, or at the bottom a hold showed) is no clean stretch: no
+  // probe met the work's cache. Waiting there neither grows the step nor ends the escalation.
+  if (above == 0) cleanSince_ = now;
   if (now - cleanSince_ < s.grace / 2) return;
   holds_ = 0;
   doubledInRow_ = false;
@@ -115,6 +118,7 @@ std::optional<std::chrono::nanoseconds> TrimLaw::refaulted(TimePoint now, std::u
   hold = std::min<std::chrono::nanoseconds>(hold, kMaxHold);
   heldUntil_ = now + hold;
   heldLevel_ = reclaimable;
+  bottomUntil_ = now + kMaxHold;
   return hold;
 }
 

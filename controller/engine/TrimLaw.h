@@ -39,6 +39,11 @@
 //   contact with 374 MiB above held at its very end (its last refaults came in after the
 //   rounds had stopped doubling), and the cold cache behind it waited a grace (6.12).
 //   At the bottom, the wider first judgement costs that quarter (or half) read back once.
+// - A hold marks the bottom: for kMaxHold after it, probes take only what lies above the level
+//   it held at (cache read since), not the work's cache below it again. A hot set the work reads
+//   once a minute, which the kernel gives up before the rest of the floor's cache (7.2, read()),
+//   was otherwise taken at every hold's end and read back each time (24 MiB a hold, 83 MiB in
+//   20 minutes at the holds' doubling). Past kMaxHold the bottom is tested again.
 // Pure: fed with the time and the target's figures.
 #pragma once
 
@@ -73,8 +78,8 @@ class TrimLaw {
   // The next probe's size with `above` bytes over the floor: the step, but never more than a
   // quarter of `above` (or the smallest step), nor more than `above`.
   std::uint64_t size(std::uint64_t above, const TrimLawSettings& s) const;
-  // A probe is due at `now` with `above` bytes over the floor: after a clean stretch the step
-  // doubles.
+  // A probe is due at `now` with `above` bytes over the floor (or the bottom): after a clean
+  // stretch the step doubles; with nothing above, the stretch starts again.
   void probed(TimePoint now, std::uint64_t above, const TrimLawSettings& s);
   // A probe freed `bytes`.
   void freed(std::uint64_t bytes);
@@ -94,6 +99,9 @@ class TrimLaw {
   const Round& lastRound() const { return lastRound_; }
 
   bool held(TimePoint now) const { return now < heldUntil_; }
+  // The level the last hold showed the work's cache at, while probes stay above it (0 after).
+  std::uint64_t bottom(TimePoint now) const { return now < bottomUntil_ ? heldLevel_ : 0; }
+  TimePoint bottomUntil() const { return bottomUntil_; }
   TimePoint heldUntil() const { return heldUntil_; }
   std::uint64_t heldLevel() const { return heldLevel_; }
   std::uint64_t step() const { return step_; }
@@ -123,6 +131,7 @@ class TrimLaw {
   unsigned holds_ = 0;  // in a row, without a clean stretch between them
   TimePoint heldUntil_{};
   std::uint64_t heldLevel_ = 0;
+  TimePoint bottomUntil_{};
 };
 
 }  // namespace reclaimd::controller

@@ -73,6 +73,10 @@ void SimMachine::advance() {
     const double share = c.cpuShare + (!chargeTo_.empty() && path == chargeTo_ ? machineBusy_ : 0);
     c.usage += nanoseconds(static_cast<std::int64_t>(static_cast<double>(d.count()) * share));
     c.stallUsec += static_cast<std::uint64_t>(c.stallShare * seconds * 1e6);
+    // The work reads its hot set at every multiple of rereadEvery: taken since, it is read back then.
+    if (c.rereadEvery > nanoseconds(0) &&
+        (now.time_since_epoch() / c.rereadEvery) == ((now - d).time_since_epoch() / c.rereadEvery))
+      continue;
     c.file += c.readBack;
     std::uint64_t back = std::exchange(c.readBack, 0);
     if (c.file < c.hot) {

@@ -290,6 +290,19 @@ TEST(TrimLaw, HalfOfWhatWasFreedComingBackHoldsAndTheHoldsGrowWhileItDoes) {
   EXPECT_EQ(holds, want);
 }
 
+TEST(TrimLaw, AHoldMarksTheBottomForHalfAnHourFromIt) {
+  TrimLaw law;
+  TimePoint t{};
+  law.start(t, 300 * kMiB, kDefault);
+  EXPECT_EQ(law.bottom(t), 0u) << "no hold yet: the floor is the bottom";
+  law.refaulted(t += 6s, 428 * kMiB, notActivated(0), kDefault);
+  law.freed(76 * kMiB);
+  ASSERT_TRUE(law.refaulted(t += 6s, 352 * kMiB, notActivated(76 * kMiB), kDefault));
+  EXPECT_EQ(law.bottom(law.heldUntil()), 352 * kMiB) << "past the hold, probes stay above it";
+  EXPECT_EQ(law.bottom(t + 30min - 1s), 352 * kMiB);
+  EXPECT_EQ(law.bottom(t + 30min), 0u) << "then the bottom is tested again";
+}
+
 TEST(TrimLaw, ACleanStretchEndsTheEscalation) {
   TrimLaw law;
   TimePoint t{};
