@@ -125,6 +125,9 @@ void Engine::observeCpu(const CpuSample& sample) {
   for (auto& d : idle_.rules)
     d.verdict = d.detector.add(sample);
   const IdleVerdict& v = idle_.verdict;
+  if (v.state == IdleState::Blocked && !idle_.blockedSince) idle_.blockedSince = sample.at;
+  if (v.periodStarted) idle_.blockedFor = idle_.blockedSince ? sample.at - *idle_.blockedSince : nanoseconds(0);
+  if (v.state != IdleState::Blocked) idle_.blockedSince.reset();
   if (v.reset) emit(Severity::Info, "idle_reset").add("reason", "cpu counters went backwards");
   if (v.periodEnded) {
     emit(Severity::Info, "idle_left")
@@ -194,6 +197,7 @@ void Engine::sayIdleEntered(TimePoint now, const Result<proc::Meminfo>& mem) {
   emit(Severity::Info, "idle_entered")
       .add("window_busy_pct", idle_.verdict.windowPercent, 3)
       .add("interval_busy_pct", idle_.verdict.intervalPercent, 3)
+      .add("blocked_s", std::chrono::duration<double>(idle_.blockedFor).count(), 3)
       .add("reclaimable_mib", mem ? formatMiB(mem->reclaimable()) : "?");
 }
 

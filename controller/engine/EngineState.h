@@ -114,6 +114,10 @@ struct MachineIdle {
   IdleVerdict verdict;
   std::vector<RuleDetector> rules;  // one per distinct idle setting the rules ask for
   PeriodState period;               // the machine's idle period (dropcache, compaction on entry)
+  // Since when the window has been quiet but the current interval not (a burst holds idle back),
+  // and how long that lasted before the idle period that followed.
+  std::optional<TimePoint> blockedSince;
+  std::chrono::nanoseconds blockedFor{0};
 };
 
 // Units left at rest (at their floor, or stalled): the reclaimable bytes they held then, so a

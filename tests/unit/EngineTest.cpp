@@ -222,6 +222,28 @@ TEST_F(EngineTest, ARaisedFloorSurvivesABurstThatOnlyBlocksTheInterval) {
   EXPECT_GE(static_cast<double>(sim_.subtreeFile("")) / kMiB, raised - 1) << "the raised floor held";
 }
 
+// A burst in the current interval holds idle back after the window is quiet; idle_entered says
+// for how long, so that a late start is told from a late daemon.
+TEST_F(EngineTest, IdleEnteredSaysHowLongABurstInTheIntervalHeldItBack) {
+  sim_.addCgroup("work", 1000 * kMiB);
+  start();
+  run(114s);
+  sim_.setMachineBusy(0.5);  // 0.5 s of CPU: 2.5 % of the interval, 0.2 % of the window
+  run(1s);
+  sim_.setMachineBusy(0);
+  ASSERT_TRUE(runUntil([&] { return count("idle_entered") == 1; }, 30s));
+  const auto blocked = named("idle_entered")[0].field("blocked_s");
+  ASSERT_TRUE(blocked.has_value());
+  EXPECT_NEAR(std::stod(*blocked), 5, 1.01) << "from the window's end (120 s) until the burst left the interval";
+}
+
+TEST_F(EngineTest, IdleEnteredOnAQuietMachineWasHeldBackByNothing) {
+  sim_.addCgroup("work", 1000 * kMiB);
+  start();
+  ASSERT_TRUE(runUntil([&] { return count("idle_entered") == 1; }, 3min));
+  EXPECT_EQ(named("idle_entered")[0].field("blocked_s"), "0.000");
+}
+
 TEST_F(EngineTest, AStepThatFreedNothingPausesTheTargetUntilItsCacheRegrows) {
   sim_.addCgroup("work", 1000 * kMiB);
   sim_.setOvershoot(0);  // the kernel frees nothing (EAGAIN)

@@ -3,7 +3,8 @@
 
 Boots the kernel with the built reclaimd, runs guest/foundation.sh (gradual, dropcache,
 disabled, SIGTERM mid-step) and asserts on the timeline it prints:
-  - no reclaim before the grace period ends, and reclaim within 1 s after it;
+  - no reclaim before the grace period ends, and reclaim within 1 s after it (or after the guest's
+    own work in the current interval stopped holding it back, as idle_entered says);
   - gradual: memory.reclaim with swappiness=0 on 6.12 and newer, the keyless form on 6.1 (no swap in
     the VM, so the probe allows it); cache ends at the floor within -10 %/+5 %;
   - dropcache: one drop per idle period, cache gone; disabled: nothing written;
@@ -84,6 +85,15 @@ def stamped(c, what, late, fill_end, line, grace):
         c.figure(f"{what}, by the guest's stamps", f"{at - (end + grace):+.3f} s")
 
 
+def blocked_for(c, what, idle):
+    """How long the current interval held idle back after the window was quiet (idle_entered's
+    blocked_s): work the guest itself counted. Bounded by the interval (10 s)."""
+    blocked = float(idle.f.get("blocked_s", "nan"))
+    c.figure(f"{what}: held back by work in the current interval", f"{blocked:.3f} s")
+    c.check(0 <= blocked <= 10, f"{what}: idle_entered says how long the current interval held it back ({blocked} s)")
+    return blocked if 0 <= blocked <= 10 else 0.0
+
+
 def check_gradual(c, s, grace, series, late):
     fill_end = s.mark("fill_end")
     idle = s.first("idle_entered")
@@ -99,10 +109,14 @@ def check_gradual(c, s, grace, series, late):
     c.figure(f"{series} gradual: reclaim start after grace end (idle_entered)", f"{start_delay:+.3f} s")
     stamped(c, f"{series} gradual: reclaim start after grace end", late, fill_end, idle, grace)
     check_early(c, "gradual", start_delay, grace, fill_end)
-    due = fill_end.t + grace
-    canary.judge(c, "gradual: reclaim starts within 1 s of the grace period ending", start_delay, 1.0, late, (due, idle.t))
-    canary.judge(c, "gradual: first step logged within 1.5 s of the grace period ending", step_delay, 1.5, late,
-                 (due, step.t))
+    # The guest's own work in the last interval (the harness's reads; under TCG a 100 ms burst
+    # is 0.5 % of 10 s of two CPUs) holds idle back by the seed's rule: that is not lateness.
+    blocked = blocked_for(c, f"{series} gradual", idle)
+    due = fill_end.t + grace + blocked
+    canary.judge(c, "gradual: reclaim starts within 1 s of the grace period ending", start_delay - blocked, 1.0, late,
+                 (due, idle.t))
+    canary.judge(c, "gradual: first step logged within 1.5 s of the grace period ending", step_delay - blocked, 1.5,
+                 late, (due, step.t))
     filled, before, after = s.mib("after_fill"), s.mib("before_grace"), s.mib("after_reclaim")
     c.figure(f"{series} gradual: reclaimable after fill / before grace / after reclaim",
              f"{filled:.0f} / {before:.0f} / {after:.0f} MiB")
@@ -126,7 +140,10 @@ def check_dropcache(c, s, grace, series, late):
     c.figure(f"{series} dropcache: drop after grace end", f"{delay:+.3f} s")
     stamped(c, f"{series} dropcache: drop after grace end", late, fill_end, drop, grace)
     check_early(c, "dropcache", delay, grace, fill_end)
-    canary.judge(c, "dropcache: dropped within 1 s after grace end", delay, 1.0, late, (fill_end.t + grace, drop.t))
+    idle = s.first("idle_entered")
+    blocked = blocked_for(c, f"{series} dropcache", idle) if idle else 0.0
+    canary.judge(c, "dropcache: dropped within 1 s after grace end", delay - blocked, 1.0, late,
+                 (fill_end.t + grace + blocked, drop.t))
     c.check(len(s.events("dropcache")) == 1, f"dropcache: once per idle period ({len(s.events('dropcache'))})")
     filled, before, after = s.mib("after_fill"), s.mib("before_grace"), s.mib("after_drop")
     c.figure(f"{series} dropcache: reclaimable after fill / before grace / after drop",
