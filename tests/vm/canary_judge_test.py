@@ -27,17 +27,18 @@ def log(host_t, event, lag=LOG_LAG):
     return f"2026-12-02T13:{(host_t - lag - OFFSET) // 60:02.0f}:{(host_t - lag - OFFSET) % 60:09.6f} info event={event}"
 
 
-def gradual_run(start_delay, stalls, with_canary=True, idle_lag=LOG_LAG):
+def gradual_run(start_delay, stalls, with_canary=True, idle_lag=LOG_LAG, blocked=0.0):
     """The gradual scenario as the host sees it: the fill ends at guest 10 s (host 110 s), idle
     begins start_delay s after the grace period's end (its line carried idle_lag s after it was
-    logged); stalls: [(wake_ms, late_ms)] the canary recorded, printed after the test."""
+    logged; the guest's own work held it back `blocked` s); stalls: [(wake_ms, late_ms)] the
+    canary recorded, printed after the test."""
     due = OFFSET + 10 + GRACE
     lines = [(OFFSET + 1, "@@SCENARIO gradual"),
              (OFFSET + 1.1, log(OFFSET + 1.1, "mode effective=gradual format=swappiness=0")),
              (OFFSET + 10, "@@MARK fill_end t_ms=10000 burn_ms=500 counted_ms=500"),
              (OFFSET + 10.05, "@@MEM after_fill t_ms=10050 reclaimable_kib=307200"),
              (due - 4, f"@@MEM before_grace t_ms={round((due - 4 - OFFSET) * 1000)} reclaimable_kib=307200"),
-             (due + start_delay, log(due + start_delay, "idle_entered", idle_lag)),
+             (due + start_delay, log(due + start_delay, f"idle_entered blocked_s={blocked:.3f}", idle_lag)),
              (due + start_delay + 0.1, log(due + start_delay + 0.1, "reclaim_step status=done")),
              (due + start_delay + 0.2, log(due + start_delay + 0.2, "compact")),
              (due + 20, f"@@MEM after_reclaim t_ms={round((due + 20 - OFFSET) * 1000)} reclaimable_kib=131072"),
@@ -64,8 +65,8 @@ def host_wait(spans, step=vcpuwait.PERIOD_S):
     return w
 
 
-def judged(start_delay, stalls, with_canary=True, host=None, idle_lag=LOG_LAG):
-    t = gradual_run(start_delay, stalls, with_canary, idle_lag)
+def judged(start_delay, stalls, with_canary=True, host=None, idle_lag=LOG_LAG, blocked=0.0):
+    t = gradual_run(start_delay, stalls, with_canary, idle_lag, blocked)
     c = scenario.Checks("t")
     foundation_test.check_gradual(c, t.of("gradual"), GRACE, "6.12", canary.Canary.of(t.all, host))
     return c
@@ -84,6 +85,20 @@ class Judge(unittest.TestCase):
         c = judged(1.8, [(20000, 6), (25000, 8)])  # small stalls, far from the window
         self.assertEqual(len(c.failed), 2, c.lines)  # the start and the first step
         self.assertIn("+1.800 s raw; the guest lost 0.000 s", starts(c)[0])
+
+    def test_daemon_held_back_by_the_guests_own_work_passes(self):
+        # The guest's interval was over the threshold for 1.5 s after the grace: not lateness.
+        c = judged(1.8, [], blocked=1.5)
+        self.assertEqual(c.failed, [], c.lines)
+        self.assertIn("+0.300 s raw", starts(c)[0])
+
+    def test_held_back_less_than_it_was_late_fails(self):
+        c = judged(3.0, [], blocked=1.5)  # the start 1.5 s late net of it, the step 1.6
+        self.assertEqual(len(c.failed), 2, c.lines)
+
+    def test_an_idle_entered_without_blocked_s_fails(self):
+        c = judged(0.3, [], blocked=float("nan"))
+        self.assertEqual(len(c.failed), 1, c.lines)
 
     def test_punctual_daemon_on_starved_guest_passes(self):
         # The vCPU did not run for 1.2 s from 0.2 s after the grace period's end (guest 40.2 s).
