@@ -77,7 +77,8 @@ const std::array kKeys = {
         "cache read back within `refault_window` after a step, beyond the prior rate, that raises the floor"},
     Key{"pressure.refault_window",
         PolicyRef<milliseconds>([](Policy& p) -> milliseconds& { return p.pressure.refaultWindow; }),
-        {ms(1s), ms(10min)}, "how long after a step its refaults are watched"},
+        {ms(1s), ms(10min)},
+        "how long after an idle step its refaults are watched (a trim probe's: at least the idle grace)"},
     Key{"trim.enabled", PolicyRef<bool>([](Policy& p) -> bool& { return p.trim.enabled; }), {},
         "gradual mode: return cold cache from targets that are busy, in probes that grow while nothing comes back "
         "from disk and shrink at a refault; `false` reclaims only when idle, as WSL's own reclaim does"},
