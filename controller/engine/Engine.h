@@ -251,6 +251,7 @@ class Engine {
   void planTrims(const proc::Meminfo& mem, TimePoint now, std::uint64_t used, std::vector<PlannedShare>& out) const;
   void scheduleTrims(TimePoint now);
   void holdTrim(TargetState& t, const RefaultJump& jump, TimePoint now);
+  void settleTrim(TargetState& t, TimePoint now);
   std::uint64_t trimKeep(const TargetState& t, TimePoint now) const;
   TrimLawSettings trimLaw(const TargetState& t) const;
   void fillTrim(TargetStatus& ts, const TargetState& t, TimePoint now, double unixNow,

@@ -56,13 +56,13 @@ Reads Engine::gradualWork(const Input& input) {
   k.trims =
       std::any_of(targets_.all.begin(), targets_.all.end(), [&](const TargetState& t) { return trimDue(t, now); });
   const bool work = k.trims || std::any_of(targets_.all.begin(), targets_.all.end(),
-                                           [](const TargetState& t) { return t.active() || t.refaults.watching(); });
+                                           [](const TargetState& t) { return t.active() || t.watched(); });
   if (!work) return {};
   // At the floors with nothing to watch, the cache is looked at again only every
   // kRecheckAtFloor: a quiet tick reads /proc/stat alone.
   if (!k.trims && targets_.restUntil && now < *targets_.restUntil &&
       std::none_of(targets_.all.begin(), targets_.all.end(), [](const TargetState& t) {
-        return t.refaults.watching() || (t.scope && t.scope->backoff().active());
+        return t.watched() || (t.scope && t.scope->backoff().active());
       }))
     return {};
   targets_.restUntil.reset();

@@ -200,10 +200,14 @@ void Engine::watchRefaults(TargetState& t, bool trim, TimePoint now, const Readi
 
 void Engine::checkRefaults(TargetState& t, TimePoint now) {
   if (!t.measured || !t.gov.pressure.enabled) return;
+  if (t.trim.settling) return;  // its round is judged when it is in (settleTrim)
   auto jump = t.refaults.check(now, t.measured->refaults);
   if (!jump) return;
-  // A busy target's watch follows a probe: hold its cache where the work showed it reads it.
-  if (!t.inPeriod) return holdTrim(t, *jump, now);
+  // A busy target's watch follows a probe: its round is judged once the refaults are in.
+  if (!t.inPeriod) {
+    t.trim.settling = TrimState::Settling{*jump, now, now, t.measured->refaults};
+    return;
+  }
   const std::uint64_t raised = std::max(t.measured->reclaimable, t.gov.floor);
   t.period.raisedFloor = std::max(raised, t.period.raisedFloor.value_or(0));
   ++counters_.floorRaises;

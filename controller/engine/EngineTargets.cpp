@@ -222,7 +222,7 @@ void Engine::judgeTargets(TimePoint now) {
 }
 
 bool Engine::measures(const TargetState& t, TimePoint now) const {
-  return !t.gone && (t.active() || t.refaults.watching() || trimDue(t, now));
+  return !t.gone && (t.active() || t.watched() || trimDue(t, now));
 }
 
 // The machine's refaults (/proc/vmstat) are read only when the root is measured: they keep its
@@ -253,7 +253,10 @@ void Engine::measureTargets(TimePoint now, const proc::Meminfo& mem, const Readi
       const proc::Workingset w = pressure_.machineRefaults.value_or(proc::Workingset{});
       t.measured = MemoryReading{mem.reclaimable(), w.refaults, w.activations};
       t.lastReclaimable = mem.reclaimable();
-      if (pressure_.machineRefaults) checkRefaults(t, now);
+      if (pressure_.machineRefaults) {
+        settleTrim(t, now);
+        checkRefaults(t, now);
+      }
       continue;
     }
     const Result<MemoryReading> m = readingOr(readings.memoryOf(t.ref()), "memory.stat");
@@ -263,6 +266,7 @@ void Engine::measureTargets(TimePoint now, const proc::Meminfo& mem, const Readi
     }
     t.measured = *m;
     t.lastReclaimable = m->reclaimable;
+    settleTrim(t, now);
     checkRefaults(t, now);
   }
 }

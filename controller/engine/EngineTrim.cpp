@@ -94,7 +94,7 @@ void Engine::judgeTrim(TargetState& t, TimePoint now) {
 bool Engine::trimDue(const TargetState& t, TimePoint now) const {
   return t.gov.trim.enabled && t.gov.mode == policies::Mode::Gradual && !t.gone && !t.idle && t.trim.working &&
          !t.trim.heavy && t.trim.busySince && now - *t.trim.busySince >= t.gov.idle.grace && now >= t.trim.next &&
-         !t.trim.law.held(now);
+         !t.trim.settling && !t.trim.law.held(now);
 }
 
 // Where a probe of `t` stops: its floor, or the bottom its last hold showed while that holds.
@@ -148,6 +148,31 @@ void Engine::scheduleTrims(TimePoint now) {
     t.trim.baselined = true;
     t.trim.next = now + t.gov.trim.interval;
   }
+}
+
+// Refaults jumped after a probe: no probe until they are in. A read that brings back what the
+// probes took can take seconds (tens of MiB from a VM's disk), and a round judged at its first
+// megabytes says a little came back of much: the next probes took more of the same hot set, and
+// a hot set read once a minute came back at every read (158-238 MiB in 20 minutes, simulated,
+// with reads over 2-8 s). They are in when a reading adds no more than the rate before the probe
+// and the guard's limit would, or after half a grace, which no read lasts.
+void Engine::settleTrim(TargetState& t, TimePoint now) {
+  if (!t.trim.settling) return;
+  TrimState::Settling& s = *t.trim.settling;
+  const std::uint64_t refaults = t.measured->refaults;
+  const double seconds = duration<double>(now - s.at).count();
+  const double usual = s.jump.rateBefore * seconds + static_cast<double>(t.gov.pressure.refaultLimit / caps_.pageBytes) / 4;
+  const bool coming = refaults >= s.refaults && static_cast<double>(refaults - s.refaults) > usual;
+  if (coming && now - s.since < t.gov.idle.grace / 2) {
+    s.at = now;
+    s.refaults = refaults;
+    return;
+  }
+  // The round's refaults are not the work's usual rate: the next probe is judged by the one before.
+  t.refaults.skip(now, refaults);
+  const RefaultJump jump = s.jump;
+  t.trim.settling.reset();
+  holdTrim(t, jump, now);
 }
 
 // Refaults jumped after a probe: the probe reached cache the work uses. Once, the kernel is
@@ -219,7 +244,9 @@ void Engine::fillTrim(TargetStatus& ts, const TargetState& t, TimePoint now, dou
     return;
   }
   ts.trim = "probing";
-  if (law.bottom(now) > t.floor())
+  if (t.trim.settling)
+    ts.trimWhy = "refaults are coming in after a probe: the next waits until they are in, to judge the whole round";
+  else if (law.bottom(now) > t.floor())
     ts.trimWhy = "probes take only what lies above " + formatBytes(law.bottom(now)) +
                  ", where the work's reads showed its cache, until " + when(law.bottomUntil()) +
                  "; then they test below it again";

@@ -174,7 +174,7 @@ enum class UnitEnd { Keep, Drop, Rest };
 
 UnitEnd unitEnd(const TargetState& t, bool aroundBusy) {
   if (t.gone || t.unit->busy || !aroundBusy) return UnitEnd::Drop;
-  if (t.refaults.watching() || (t.scope && t.scope->backoff().active())) return UnitEnd::Keep;
+  if (t.watched() || (t.scope && t.scope->backoff().active())) return UnitEnd::Keep;
   const bool atFloor = t.measured && t.measured->reclaimable < t.floor() + policies::kMinRequestBytes;
   return atFloor || t.period.stalledAt ? UnitEnd::Rest : UnitEnd::Keep;
 }

@@ -31,6 +31,12 @@ class RefaultGuard {
 
   // A counter reading outside any watch: keeps the pre-step rate current.
   void observe(TimePoint at, std::uint64_t refaults);
+  // A reading the usual rate must not learn from (refaults a probe caused, still coming in):
+  // the rate is counted again from it.
+  void skip(TimePoint at, std::uint64_t refaults) {
+    lastAt_ = at;
+    last_ = refaults;
+  }
   // A step ended at `at` with the counter at `refaults`: start watching, for the configured
   // window or `window` when longer.
   void stepEnded(TimePoint at, std::uint64_t refaults, std::chrono::nanoseconds window = {});

@@ -33,6 +33,14 @@ struct TrimState {
   bool baselined = false;              // refaults read once before the first probe: a rate to judge by
   TimePoint next{};                    // the next probe
   TrimLaw law;                         // the probes' size, and holds after recurring refaults
+  // Refaults jumped after a probe and are still coming in: the round is judged once they are.
+  struct Settling {
+    RefaultJump jump;
+    TimePoint since;
+    TimePoint at;             // the last reading
+    std::uint64_t refaults;   // the counter then, pages
+  };
+  std::optional<Settling> settling;
   std::uint64_t bytes = 0;   // freed by probes, in total
   std::uint64_t probes = 0;  // probes written
 };
@@ -85,6 +93,8 @@ struct TargetState {
   // Idle and gradual: a pass may write to it.
   bool active() const { return idle && gov.mode == policies::Mode::Gradual && !gone; }
   CgroupRef ref() const { return CgroupRef{path, inode}; }
+  // Its refaults are being followed: a step's watch, or a probe's round still coming in.
+  bool watched() const { return refaults.watching() || trim.settling.has_value(); }
 };
 
 IdleConfig idleConfigOf(const policies::IdleSettings& s);

@@ -73,19 +73,39 @@ void SimMachine::advance() {
     const double share = c.cpuShare + (!chargeTo_.empty() && path == chargeTo_ ? machineBusy_ : 0);
     c.usage += nanoseconds(static_cast<std::int64_t>(static_cast<double>(d.count()) * share));
     c.stallUsec += static_cast<std::uint64_t>(c.stallShare * seconds * 1e6);
+    arrive(c, seconds);
     // The work reads its hot set at every multiple of rereadEvery: taken since, it is read back then.
     if (c.rereadEvery > nanoseconds(0) &&
         (now.time_since_epoch() / c.rereadEvery) == ((now - d).time_since_epoch() / c.rereadEvery))
       continue;
     c.file += c.readBack;
     std::uint64_t back = std::exchange(c.readBack, 0);
-    if (c.file < c.hot) {
-      back += c.hot - c.file;
-      c.file = c.hot;
+    const std::uint64_t level = c.file + c.arriving;
+    if (level < c.hot) {
+      if (c.readTakes > nanoseconds(0)) {
+        c.arriving += c.hot - level;
+        c.arrivingPerSecond = static_cast<double>(c.arriving) / duration<double>(c.readTakes).count();
+      } else {
+        back += c.hot - c.file;
+        c.file = c.hot;
+      }
     }
-    c.refaults += back / 4096;
-    if (c.activates) c.activations += back / 4096;
+    readBackNow(c, back);
   }
+}
+
+void SimMachine::readBackNow(SimCgroup& c, std::uint64_t bytes) {
+  c.refaults += bytes / 4096;
+  if (c.activates) c.activations += bytes / 4096;
+}
+
+// What a read in progress brings in over `seconds`, counted as it comes.
+void SimMachine::arrive(SimCgroup& c, double seconds) {
+  if (c.arriving == 0) return;
+  const auto in = std::min(c.arriving, static_cast<std::uint64_t>(c.arrivingPerSecond * seconds));
+  c.arriving -= in;
+  c.file += in;
+  readBackNow(c, in);
 }
 
 bool SimMachine::cgroupsStill() const {

@@ -52,6 +52,11 @@ struct SimCgroup {
   // How often the work reads its hot set: what probes take of it comes back at the next such
   // read (a multiple of this since the clock's epoch). 0: at once, a reader every moment.
   std::chrono::nanoseconds rereadEvery{0};
+  // How long each such read takes to bring back what it reads from disk, at an even rate (a VM's
+  // disk: tens of MiB a second). 0: at once.
+  std::chrono::nanoseconds readTakes{0};
+  std::uint64_t arriving = 0;  // read back by the current read, not yet in
+  double arrivingPerSecond = 0;
   // Whether the kernel counts refaults as activations (6.1's and 6.12's LRUs do; 7.2's MGLRU
   // counts a read() refault as a restore instead).
   bool activates = true;
@@ -142,6 +147,8 @@ class SimMachine final : public controller::Sensors, public controller::Actuator
   std::map<ScopeId, controller::WatchScope> watching;
 
  private:
+  static void readBackNow(SimCgroup& c, std::uint64_t bytes);
+  static void arrive(SimCgroup& c, double seconds);
   std::optional<Error> fault(const std::string& what);
   const SimCgroup* find(const CgroupRef& ref) const;
   std::uint64_t take(const std::string& path, std::uint64_t bytes);
