@@ -59,6 +59,13 @@ std::uint64_t TrimLaw::evidence(const TrimLawSettings& s) const {
   return holds_ > 0 ? steps : std::max(steps, doubledInRow_ ? above_ / 2 : above_ / 4);
 }
 
+// A round that freed sixteen smallest steps or more, of which under an eighth came back: the
+// probes ran through cold cache, and what they met at its end is the work's.
+bool TrimLaw::ranThroughCold(const Round& round, const TrimLawSettings& s) {
+  const std::uint64_t run = s.minStep > UINT64_MAX / 16 ? UINT64_MAX : 16 * s.minStep;
+  return round.freed >= run && round.came > 0 && round.came < round.freed / 8;
+}
+
 TrimLaw::Round TrimLaw::roundOf(ReadBack total) const {
   // A counter that went back (a new cgroup under the old name) says nothing of this round.
   if (!lastBack_ || total.refaulted < lastBack_->refaulted || total.activated < lastBack_->activated) return {};
@@ -105,11 +112,12 @@ std::optional<std::chrono::nanoseconds> TrimLaw::refaulted(TimePoint now, std::u
     rebase(refaultedBytes);
     return std::nullopt;
   }
-  if (freedSince_ < evidence(s)) return std::nullopt;  // too little probed yet to judge
+  const bool passedCold = ranThroughCold(round, s);
+  if (!passedCold && freedSince_ < evidence(s)) return std::nullopt;  // too little probed yet to judge
   const std::uint64_t back = refaultedBytes - *refaultedAt_;
   // The bottom: half of what the probes freed came back, and the last round still comes back,
   // three quarters of it (a first contact that ended within the round left cold cache there).
-  const bool bottom = back >= freedSince_ / 2 && round.came >= round.freed - round.freed / 4;
+  const bool bottom = passedCold || (back >= freedSince_ / 2 && round.came >= round.freed - round.freed / 4);
   rebase(refaultedBytes);
   if (!bottom) return std::nullopt;
   ++holds_;

@@ -115,6 +115,7 @@ class TrimLaw {
   Round roundOf(ReadBack total) const;
   // The step after a refault that ended `round`.
   void answer(const Round& round, const TrimLawSettings& s);
+  static bool ranThroughCold(const Round& round, const TrimLawSettings& s);
   // What the probes must have freed since judging started before refaults may hold them.
   std::uint64_t evidence(const TrimLawSettings& s) const;
 

@@ -53,9 +53,11 @@ class EngineTrimTest : public EngineHarness {
   // the probe. Returns MiB read back in the 20 minutes after the probes first reach it: 239 MiB
   // (60 s) and 99 MiB (20 s) while only refaults within 10 s of a probe counted.
   // `takes`: how long each read takes to bring back from disk what the probes took.
-  double readBackAfterContact(std::chrono::seconds period, std::chrono::seconds takes = 0s) {
+  // `first`: of the hot set, what the kernel gives up before the cold cache (a first contact).
+  double readBackAfterContact(std::chrono::seconds period, std::chrono::seconds takes = 0s, std::uint64_t first = 0) {
     sim_.addCgroup("work", 600 * kMiB);
     sim_.cgroup("work").hot = 140 * kMiB;  // the floor's 128 MiB are all of it
+    sim_.cgroup("work").unlearned = first;
     sim_.cgroup("work").rereadEvery = period;
     sim_.cgroup("work").readTakes = takes;
     sim_.cgroup("work").activates = false;
@@ -282,6 +284,14 @@ TEST_F(EngineTrimTest, AHotSetReadBackOverEightSecondsIsJudgedWhenItIsIn) {
 
 TEST_F(EngineTrimTest, AHotSetReadEveryTwentySecondsBackOverFourIsJudgedWhenItIsIn) {
   EXPECT_LE(readBackAfterContact(20s, 4s), 40) << "MiB";
+  EXPECT_EQ(status().trimHolds, 1u);
+}
+
+// The probes met the hot set first (7.2: read before the cold cache, 20 MiB of it given up), then
+// ran through the cold cache: what they meet at its end is the work's. They hold there at once,
+// not after what they take until the work's next read came back too.
+TEST_F(EngineTrimTest, AHotSetMetAfterARunThroughColdCacheHoldsAtOnce) {
+  EXPECT_LE(readBackAfterContact(60s, 2s, 20 * kMiB), 16) << "MiB";
   EXPECT_EQ(status().trimHolds, 1u);
 }
 

@@ -2,6 +2,8 @@
 // probes free comes back from disk, and holds that grow while it keeps doing so.
 #include <gtest/gtest.h>
 
+#include <optional>
+
 #include "controller/engine/TrimLaw.h"
 
 namespace reclaimd::controller {
@@ -328,6 +330,26 @@ TEST(TrimLaw, ACounterThatWentBackIsNoHistory) {
   law.refaulted(TimePoint{} + 6s, 300 * kMiB, notActivated(100 * kMiB), kDefault);
   law.freed(80 * kMiB);
   EXPECT_FALSE(law.refaulted(TimePoint{} + 12s, 300 * kMiB, notActivated(20 * kMiB), kDefault));
+}
+
+// After a first refault, probes ran through `freed` bytes and `came` of them came back: the
+// hold, if that round's refault starts one.
+std::optional<std::chrono::nanoseconds> afterARun(std::uint64_t freed, std::uint64_t came) {
+  TrimLaw law;
+  law.start(TimePoint{}, 400 * kMiB, kDefault);
+  law.refaulted(TimePoint{} + 1s, 400 * kMiB, notActivated(0), kDefault);
+  law.freed(freed);
+  return law.refaulted(TimePoint{} + 2s, 60 * kMiB, notActivated(came), kDefault);
+}
+
+// A round that ran through cold cache (sixteen smallest steps, under an eighth back) met the
+// work's cache at its end: the bottom, held at once.
+TEST(TrimLaw, ARefaultAfterARunThroughColdCacheHoldsAtOnce) {
+  EXPECT_EQ(afterARun(300 * kMiB, 3 * kMiB), std::chrono::nanoseconds(120s));
+  EXPECT_EQ(afterARun(64 * kMiB, 7 * kMiB), std::chrono::nanoseconds(120s));
+  EXPECT_FALSE(afterARun(60 * kMiB, 3 * kMiB)) << "too short a run to say the cold cache ended";
+  EXPECT_FALSE(afterARun(64 * kMiB, 8 * kMiB)) << "an eighth back: still a contact";
+  EXPECT_FALSE(afterARun(300 * kMiB, 0)) << "nothing came back";
 }
 
 TEST(TrimLaw, HugeFiguresSaturate) {
