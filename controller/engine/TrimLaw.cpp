@@ -22,6 +22,7 @@ void TrimLaw::start(TimePoint now, std::uint64_t above, const TrimLawSettings& s
   const std::uint64_t share = percentOf(above, s.percent);
   step_ = std::min(std::max(share, s.minStep), cap(above, s));
   above_ = above;
+  roundAbove_ = above;
   cleanSince_ = now;
 }
 
@@ -59,11 +60,13 @@ std::uint64_t TrimLaw::evidence(const TrimLawSettings& s) const {
   return holds_ > 0 ? steps : std::max(steps, doubledInRow_ ? above_ / 2 : above_ / 4);
 }
 
-// A round that freed sixteen smallest steps or more, of which under an eighth came back: the
-// probes ran through cold cache, and what they met at its end is the work's.
-bool TrimLaw::ranThroughCold(const Round& round, const TrimLawSettings& s) {
-  const std::uint64_t run = s.minStep > UINT64_MAX / 16 ? UINT64_MAX : 16 * s.minStep;
-  return round.freed >= run && round.came > 0 && round.came < round.freed / 8;
+// A round that freed half of what lay above the floor when it began (and sixteen smallest steps),
+// of which under an eighth came back: the probes ran through cold cache, and what they met at
+// its end is the work's. (A first contact on 7.2 passes 70 MiB of 333 in one round with a
+// megabyte back: not the end of the cold cache.)
+bool TrimLaw::ranThroughCold(const Round& round, const TrimLawSettings& s) const {
+  const std::uint64_t steps = s.minStep > UINT64_MAX / 16 ? UINT64_MAX : 16 * s.minStep;
+  return round.freed >= std::max(steps, roundAbove_ / 2) && round.came > 0 && round.came < round.freed / 8;
 }
 
 TrimLaw::Round TrimLaw::roundOf(ReadBack total) const {
@@ -104,15 +107,16 @@ std::optional<std::chrono::nanoseconds> TrimLaw::refaulted(TimePoint now, std::u
     return std::nullopt;
   }
   const Round round = roundOf(total);
+  const bool passedCold = ranThroughCold(round, s);
   answer(round, s);
   lastBack_ = total;
   roundFreed_ = 0;
+  roundAbove_ = above_;
   // A counter that went back (a new cgroup under the old name) has no history to judge by.
   if (!refaultedAt_ || refaultedBytes < *refaultedAt_) {
     rebase(refaultedBytes);
     return std::nullopt;
   }
-  const bool passedCold = ranThroughCold(round, s);
   if (!passedCold && freedSince_ < evidence(s)) return std::nullopt;  // too little probed yet to judge
   const std::uint64_t back = refaultedBytes - *refaultedAt_;
   // The bottom: half of what the probes freed came back, and the last round still comes back,

@@ -342,13 +342,13 @@ std::optional<std::chrono::nanoseconds> afterARun(std::uint64_t freed, std::uint
   return law.refaulted(TimePoint{} + 2s, 60 * kMiB, notActivated(came), kDefault);
 }
 
-// A round that ran through cold cache (sixteen smallest steps, under an eighth back) met the
-// work's cache at its end: the bottom, held at once.
+// A round that ran through cold cache (half of what lay above the floor when it began, under an
+// eighth of it back) met the work's cache at its end: the bottom, held at once.
 TEST(TrimLaw, ARefaultAfterARunThroughColdCacheHoldsAtOnce) {
   EXPECT_EQ(afterARun(300 * kMiB, 3 * kMiB), std::chrono::nanoseconds(120s));
-  EXPECT_EQ(afterARun(64 * kMiB, 7 * kMiB), std::chrono::nanoseconds(120s));
-  EXPECT_FALSE(afterARun(60 * kMiB, 3 * kMiB)) << "too short a run to say the cold cache ended";
-  EXPECT_FALSE(afterARun(64 * kMiB, 8 * kMiB)) << "an eighth back: still a contact";
+  EXPECT_EQ(afterARun(200 * kMiB, 24 * kMiB), std::chrono::nanoseconds(120s));
+  EXPECT_FALSE(afterARun(190 * kMiB, 3 * kMiB)) << "under half of the 400 MiB above: a contact on the way";
+  EXPECT_FALSE(afterARun(200 * kMiB, 25 * kMiB)) << "an eighth back: still a contact";
   EXPECT_FALSE(afterARun(300 * kMiB, 0)) << "nothing came back";
 }
 
