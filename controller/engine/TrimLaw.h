@@ -28,11 +28,12 @@
 //   so right after each hold, up to kMaxHold. A clean stretch ends the escalation. A kernel
 //   still learning gives back a little of much: no hold.
 // - Except a refault that ends a run through cold cache (a round that freed half of what lay
-//   above the floor when it began, under an eighth of it back): what the probes met at its end is the work's, and
-//   probing holds at once. Judged as above, the next probes took what the work reads next
-//   (7.2, a hot set read once a minute: ~40 MiB more, read back at its next read). A hot set
-//   first read while the cold cache was (a generation between older and newer cold cache on
-//   MGLRU) would hold the newer cold cache behind it until the bottom is tested again.
+//   above the floor when it began, under an eighth of it back): what the probes met at its end
+//   is the work's, and probing holds at once. Judged as above, the next probes took what the
+//   work reads next (7.2, a hot set read once a minute: ~40 MiB more, read back at its next
+//   read). A hot set first read while the cold cache was (a generation between older and newer
+//   cold cache on MGLRU) would hold the newer cold cache behind it until the bottom is tested
+//   again.
 // - The first hold in a row is judged over a quarter of what lies above the floor, later ones
 //   over four smallest steps. A kernel's first contact with a hot set can give back every byte
 //   the probes free for a long while: MGLRU leaves a file read with read() in the generation it
