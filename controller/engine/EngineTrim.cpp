@@ -153,9 +153,10 @@ void Engine::scheduleTrims(TimePoint now) {
 // Refaults jumped after a probe: no probe until they are in. A read that brings back what the
 // probes took can take seconds (tens of MiB from a VM's disk), and a round judged at its first
 // megabytes says a little came back of much: the next probes took more of the same hot set, and
-// a hot set read once a minute came back at every read (158-238 MiB in 20 minutes, simulated,
+// a hot set read once a minute came back at every read (158-244 MiB in 20 minutes, simulated,
 // with reads over 2-8 s). They are in when a reading adds no more than the rate before the probe
-// and the guard's limit would, or after half a grace, which no read lasts.
+// and a quarter of the guard's limit would (at the whole limit, a read of 1.4 MiB a second
+// passed for done), or after half a grace, which no read lasts.
 void Engine::settleTrim(TargetState& t, TimePoint now) {
   if (!t.trim.settling) return;
   TrimState::Settling& s = *t.trim.settling;
