@@ -59,6 +59,7 @@ class Cell(NamedTuple):
     hot_pct: int       # 20 | 5
     hot_mode: str      # read | mmap (a process that keeps the mapping and touches it)
     bg: str            # same | apart | unit
+    hot_start: str = "before"  # before the work | mid (between its two halves of cold files)
 
 
 BASE = Cell("twice", 20, 20, "read", "same")
@@ -72,6 +73,7 @@ CELLS = {
     "hot-mmap": BASE._replace(hot_mode="mmap"),
     "bg-apart": BASE._replace(bg="apart"),
     "bg-unit": BASE._replace(bg="unit"),
+    "hot-mid": BASE._replace(hot_start="mid"),
 }
 KINDS = ("none", "seed-gradual", "default", "damon")
 
@@ -124,8 +126,9 @@ def parse_configs(text, reclaimd):
 
 
 def guest_env(cell, cfg, scale, minutes):
-    hot_file, _ = HOT[cell.hot_pct]
+    hot_file, hot_mib = HOT[cell.hot_pct]
     return {"CONTROLLER": "reclaimd" if cfg.binary else cfg.kind, "COLD": cell.cold, "HOT_FILE": hot_file,
+            "HOT_MIB": hot_mib, "HOT_START": cell.hot_start,
             "HOT_MODE": cell.hot_mode, "HOT_PERIOD_MS": max(500, int(cell.hot_period_s * scale * 1000)),
             "BG_CGROUP": BG[cell.bg], "WARM_MS": int(WARM_MIN * 60 * scale * 1000),
             "OBSERVE_MS": int(minutes * 60 * scale * 1000),

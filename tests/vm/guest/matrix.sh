@@ -7,11 +7,15 @@
 #   2. the caches are dropped; the background process starts in BG_CGROUP: a burst of BURN_MS on
 #      the CPU every second, and a reader of HOT_FILE (read() or mmap) every HOT_PERIOD_MS;
 #   3. after WARM_MS the work runs in work.slice: it reads the cold files (file0..3) once, twice,
-#      or twice through mmap (COLD);
+#      or twice through mmap (COLD); with HOT_START=mid the hot reader starts only after the work
+#      has read file0 and file1 (an editor opened midway through a build), and once it has read
+#      its hot set the work reads file2 and file3 (the hot set lies between older and newer
+#      cold cache);
 #   4. OBSERVE_MS after the work's end, sampled every second; then everything stops.
 # Env: CONTROLLER (none | reclaimd | damon), COLD (once | twice | mmap), HOT_FILE, HOT_MODE
 # (read | mmap), HOT_PERIOD_MS, BG_CGROUP (work.slice | bg.slice | system.slice/editor.service),
-# BURN_MS (20), WARM_MS, OBSERVE_MS, DAMON_MIN_AGE_US, LRU_GEN (set: the @@LRUGEN lines).
+# BURN_MS (20), WARM_MS, OBSERVE_MS, DAMON_MIN_AGE_US, LRU_GEN (set: the @@LRUGEN lines),
+# HOT_START (before | mid), HOT_MIB (the hot set's size: with mid, read once before the rest).
 # Lines for the host:
 #   @@MARK hot_start | work_start | work_end | end   (lib.sh)
 #   @@SAMPLE t_ms=.. file_kib=.. hot_read=.. psi_us=.. psi_wl_us=.. refault=.. nr_active_file=.. ...
@@ -170,19 +174,42 @@ echo 3 >/proc/sys/vm/drop_caches
 mem start
 sh /tmp/bg.sh "$BG_CGROUP" &
 BG=$!
-sh /tmp/hot.sh "$BG_CGROUP" &
-HOT=$!
-mark hot_start
-sleep_sampling "${WARM_MS:-10000}"
-mark work_start
-case ${COLD:-twice} in
-once) sh -c "echo \$\$ >$R/work.slice/cgroup.procs && exec cat /data/file0 /data/file1 /data/file2 /data/file3" >/dev/null ;;
-mmap) sh -c "echo \$\$ >$R/work.slice/cgroup.procs && exec /usr/bin/mtouch -n 2 /data/file0 /data/file1 /data/file2 /data/file3" ;;
-*)
-	sh -c "echo \$\$ >$R/work.slice/cgroup.procs && exec cat /data/file0 /data/file1 /data/file2 /data/file3" >/dev/null
-	sh -c "echo \$\$ >$R/work.slice/cgroup.procs && exec cat /data/file0 /data/file1 /data/file2 /data/file3" >/dev/null
-	;;
-esac
+# work_reads FILE...: the work reads its cold files in work.slice, as COLD says.
+work_reads() {
+	case ${COLD:-twice} in
+	once) sh -c "echo \$\$ >$R/work.slice/cgroup.procs && exec cat $*" >/dev/null ;;
+	mmap) sh -c "echo \$\$ >$R/work.slice/cgroup.procs && exec /usr/bin/mtouch -n 2 $*" ;;
+	*)
+		sh -c "echo \$\$ >$R/work.slice/cgroup.procs && exec cat $*" >/dev/null
+		sh -c "echo \$\$ >$R/work.slice/cgroup.procs && exec cat $*" >/dev/null
+		;;
+	esac
+}
+
+# hot_starts: the hot reader starts and has read its hot set once (at most 60 s).
+hot_starts() {
+	sh /tmp/hot.sh "$BG_CGROUP" &
+	HOT=$!
+	mark hot_start
+	_i=0
+	while hot_read; [ "$HOT_READ" -lt $((${HOT_MIB:-0} * 1048576)) ] && [ $_i -lt 600 ]; do
+		sleep 0.1
+		_i=$((_i + 1))
+	done
+}
+
+if [ "${HOT_START:-before}" = mid ]; then
+	sleep_sampling "${WARM_MS:-10000}"
+	mark work_start
+	work_reads /data/file0 /data/file1
+	hot_starts
+	work_reads /data/file2 /data/file3
+else
+	hot_starts
+	sleep_sampling "${WARM_MS:-10000}"
+	mark work_start
+	work_reads /data/file0 /data/file1 /data/file2 /data/file3
+fi
 mark work_end
 mem work_end
 sleep_sampling "${OBSERVE_MS:-50000}"
