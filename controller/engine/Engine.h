@@ -79,8 +79,6 @@ class Engine {
   // The one entry point while running (Commands.h): takes what happened, answers what to do.
   // `in` is not read: every reading comes in `input` (the parameter goes with its callers).
   Output decide(const Input& input);
-  // True between a tick's first decide() and the one that answers no command.
-  bool inTurn() const { return turn_.tick.has_value(); }
 
   // The engine's part of `reclaimd status` and the metrics at `now`; `unixNow` is the wall
   // clock's Unix time at that instant, and `when` renders an engine time as the wall-clock

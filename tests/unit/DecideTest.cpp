@@ -130,7 +130,6 @@ TEST_F(DecideTest, ABusyTicksVerdictAsksForAScanBeforeTheTurnIsPlanned) {
   EXPECT_FALSE(out.wake.has_value()) << "the turn goes on with the readings";
   EXPECT_TRUE(out.read.scan);
   EXPECT_TRUE(out.read.memory.empty());
-  EXPECT_TRUE(engine_->inTurn());
   const int scans = sim_.reads["scan"];
   controller::Input next;
   next.now = clock_.now();
