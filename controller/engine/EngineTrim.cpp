@@ -99,7 +99,8 @@ bool Engine::trimDue(const TargetState& t, TimePoint now) const {
 
 // Where a probe of `t` stops: its floor, or the bottom its last hold showed while that holds.
 std::uint64_t Engine::trimKeep(const TargetState& t, TimePoint now) const {
-  return std::max(t.floor(), t.trim.law.bottom(now));
+  const std::uint64_t refaulted = t.measured ? t.measured->refaults * caps_.pageBytes : 0;
+  return std::max(t.floor(), t.trim.law.bottom(now, refaulted));
 }
 
 TrimLawSettings Engine::trimLaw(const TargetState& t) const {
@@ -231,10 +232,10 @@ void Engine::fillTrim(TargetStatus& ts, const TargetState& t, TimePoint now, dou
     return;
   }
   if (!t.measured || !(held || t.trim.baselined)) return;
-  const std::uint64_t level = std::max(t.floor(), law.heldLevel());
+  const std::uint64_t keep = trimKeep(t, now);
+  const std::uint64_t level = std::max(keep, law.heldLevel());
   const std::uint64_t reclaimable = t.measured->reclaimable;
   ts.trimColdBytes = reclaimable > level ? reclaimable - level : 0;
-  const std::uint64_t keep = trimKeep(t, now);
   ts.trimProbeBytes = law.size(reclaimable > keep ? reclaimable - keep : 0, trimLaw(t));
   const auto since = duration_cast<seconds>(now - law.cleanSince());
   if (held) {
@@ -248,8 +249,8 @@ void Engine::fillTrim(TargetStatus& ts, const TargetState& t, TimePoint now, dou
   ts.trim = "probing";
   if (t.trim.settling)
     ts.trimWhy = "refaults are coming in after a probe: the next waits until they are in, to judge the whole round";
-  else if (law.bottom(now) > t.floor())
-    ts.trimWhy = "probes take only what lies above " + formatBytes(law.bottom(now)) +
+  else if (keep > t.floor())
+    ts.trimWhy = "probes take only what lies above " + formatBytes(keep) +
                  ", where the work's reads showed its cache, until " + when(law.bottomUntil()) +
                  "; then they test below it again";
   else if (law.lastAnswer() != TrimLaw::StepAnswer::Smallest && since < t.gov.idle.grace / 2)

@@ -69,6 +69,13 @@ bool TrimLaw::ranThroughCold(const Round& round, const TrimLawSettings& s) const
   return round.freed >= std::max(steps, roundAbove_ / 2) && round.came > 0 && round.came < round.freed / 8;
 }
 
+std::uint64_t TrimLaw::bottom(TimePoint now, std::uint64_t refaulted) const {
+  if (now >= bottomUntil_) return 0;
+  // A counter that went back (a new cgroup under the old name) says nothing of what came back.
+  const std::uint64_t back = refaulted >= refaultedAtHold_ ? refaulted - refaultedAtHold_ : 0;
+  return heldLevel_ > UINT64_MAX - back ? UINT64_MAX : heldLevel_ + back;
+}
+
 TrimLaw::Round TrimLaw::roundOf(ReadBack total) const {
   // A counter that went back (a new cgroup under the old name) says nothing of this round.
   if (!lastBack_ || total.refaulted < lastBack_->refaulted || total.activated < lastBack_->activated) return {};
@@ -130,6 +137,7 @@ std::optional<std::chrono::nanoseconds> TrimLaw::refaulted(TimePoint now, std::u
   hold = std::min<std::chrono::nanoseconds>(hold, kMaxHold);
   heldUntil_ = now + hold;
   heldLevel_ = reclaimable;
+  refaultedAtHold_ = refaultedBytes;
   bottomUntil_ = now + kMaxHold;
   return hold;
 }

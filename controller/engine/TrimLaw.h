@@ -47,10 +47,14 @@
 //   rounds had stopped doubling), and the cold cache behind it waited a grace (6.12).
 //   At the bottom, the wider first judgement costs that quarter (or half) read back once.
 // - A hold marks the bottom: for kMaxHold after it, probes take only what lies above the level
-//   it held at (cache read since), not the work's cache below it again. A hot set the work reads
-//   once a minute, which the kernel gives up before the rest of the floor's cache (7.2, read()),
-//   was otherwise taken at every hold's end and read back each time (24 MiB a hold, 83 MiB in
-//   20 minutes at the holds' doubling). Past kMaxHold the bottom is tested again.
+//   it held at and what came back from disk since (cache read since for the first time), not the
+//   work's cache below it again. A hot set the work reads once a minute, which the kernel gives
+//   up before the rest of the floor's cache (7.2, read()), was otherwise taken at every hold's
+//   end and read back each time (24 MiB a hold, 83 MiB in 20 minutes at the holds' doubling).
+//   What comes back after the hold counts too: a run through cold cache can take a hot set read
+//   once a minute whole before its next read, and hold at the floor with the read still to come
+//   (7.2: held at 131 MiB, then 97 MiB read back at every read, 7 % of it a minute). Past
+//   kMaxHold the bottom is tested again.
 // Pure: fed with the time and the target's figures.
 #pragma once
 
@@ -106,8 +110,9 @@ class TrimLaw {
   const Round& lastRound() const { return lastRound_; }
 
   bool held(TimePoint now) const { return now < heldUntil_; }
-  // The level the last hold showed the work's cache at, while probes stay above it (0 after).
-  std::uint64_t bottom(TimePoint now) const { return now < bottomUntil_ ? heldLevel_ : 0; }
+  // The level the last hold showed the work's cache at, raised by what came back from disk since
+  // (`refaulted`: the target's cumulative counter, bytes), while probes stay above it (0 after).
+  std::uint64_t bottom(TimePoint now, std::uint64_t refaulted) const;
   TimePoint bottomUntil() const { return bottomUntil_; }
   TimePoint heldUntil() const { return heldUntil_; }
   std::uint64_t heldLevel() const { return heldLevel_; }
@@ -140,6 +145,7 @@ class TrimLaw {
   unsigned holds_ = 0;  // in a row, without a clean stretch between them
   TimePoint heldUntil_{};
   std::uint64_t heldLevel_ = 0;
+  std::uint64_t refaultedAtHold_ = 0;  // the counter when the last hold began
   TimePoint bottomUntil_{};
 };
 

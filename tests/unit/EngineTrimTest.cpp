@@ -217,6 +217,28 @@ TEST_F(EngineTrimTest, WhatProbesFreeComingBackHoldsAndMarksTheBottomForHalfAnHo
   EXPECT_EQ(backoffs(), 0u);
 }
 
+// The hold came before the work read back all the probes took (a hot set read once a minute,
+// taken whole by a run through cold cache): 60 MiB more come back from disk after it. They are
+// the work's too: no probe takes them while the bottom holds, where they were taken and read
+// back again at every read.
+TEST_F(EngineTrimTest, WhatComesBackAfterAHoldIsPartOfTheBottom) {
+  sim_.addCgroup("work", 600 * kMiB);
+  sim_.cgroup("work").hot = 300 * kMiB;
+  sim_.setMachineBusy(0.04);
+  start();
+  ASSERT_TRUE(runUntil([&] { return status().trimHolds > 0; }, 20min)) << "the probes reach the hot set";
+  SimCgroup& work = sim_.cgroup("work");
+  work.file += 60 * kMiB;  // the rest of the read, after the hold
+  work.refaults += 60 * kMiB / 4096;
+  work.hot += 60 * kMiB;
+  const std::uint64_t refaults = work.refaults;
+  run(20min);
+  EXPECT_EQ(work.refaults, refaults) << "MiB read back: " << (work.refaults - refaults) * 4096 / kMiB;
+  EXPECT_EQ(status().trimHolds, 1u);
+  const std::string why = status().targets.at(0).trimWhy;
+  EXPECT_NE(why.find("probes take only what lies above 36"), std::string::npos) << why;
+}
+
 // A hot set behind the cold cache in the kernel's order (6.12, the cold cache read through a
 // mapping after it): the probes' bytes all come back, activated, until the whole hot set was read
 // back once. The rounds double through it, and no hold follows a contact that ended.

@@ -296,13 +296,28 @@ TEST(TrimLaw, AHoldMarksTheBottomForHalfAnHourFromIt) {
   TrimLaw law;
   TimePoint t{};
   law.start(t, 300 * kMiB, kDefault);
-  EXPECT_EQ(law.bottom(t), 0u) << "no hold yet: the floor is the bottom";
+  EXPECT_EQ(law.bottom(t, 0), 0u) << "no hold yet: the floor is the bottom";
   law.refaulted(t += 6s, 428 * kMiB, notActivated(0), kDefault);
   law.freed(76 * kMiB);
   ASSERT_TRUE(law.refaulted(t += 6s, 352 * kMiB, notActivated(76 * kMiB), kDefault));
-  EXPECT_EQ(law.bottom(law.heldUntil()), 352 * kMiB) << "past the hold, probes stay above it";
-  EXPECT_EQ(law.bottom(t + 30min - 1s), 352 * kMiB);
-  EXPECT_EQ(law.bottom(t + 30min), 0u) << "then the bottom is tested again";
+  EXPECT_EQ(law.bottom(law.heldUntil(), 76 * kMiB), 352 * kMiB) << "past the hold, probes stay above it";
+  EXPECT_EQ(law.bottom(t + 30min - 1s, 76 * kMiB), 352 * kMiB);
+  EXPECT_EQ(law.bottom(t + 30min, 76 * kMiB), 0u) << "then the bottom is tested again";
+}
+
+// A run through cold cache took a hot set read once a minute whole and held at the floor before
+// the work's next read: what that read brings back from disk is the work's too.
+TEST(TrimLaw, WhatComesBackAfterAHoldRaisesTheBottom) {
+  TrimLaw law;
+  TimePoint t{};
+  law.start(t, 300 * kMiB, kDefault);
+  law.refaulted(t += 6s, 428 * kMiB, notActivated(0), kDefault);
+  law.freed(76 * kMiB);
+  ASSERT_TRUE(law.refaulted(t += 6s, 131 * kMiB, notActivated(76 * kMiB), kDefault));
+  EXPECT_EQ(law.bottom(t, 76 * kMiB), 131 * kMiB);
+  EXPECT_EQ(law.bottom(t + 1min, (76 + 97) * kMiB), 228 * kMiB) << "the next read brought 97 MiB back";
+  EXPECT_EQ(law.bottom(t + 1min, 10 * kMiB), 131 * kMiB) << "a counter that went back says nothing";
+  EXPECT_EQ(law.heldLevel(), 131 * kMiB) << "the level the hold held at stays what it was";
 }
 
 TEST(TrimLaw, ACleanStretchEndsTheEscalation) {
