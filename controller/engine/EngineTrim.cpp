@@ -259,7 +259,8 @@ void Engine::fillTrim(TargetStatus& ts, const TargetState& t, TimePoint now, dou
   else if (since >= t.gov.idle.grace / 2)
     ts.trimWhy = "no refault for " + std::to_string(since.count()) + " s: the step doubles each probe";
   else
-    ts.trimWhy = "small probes until half a grace passes without refaults (" + std::to_string(since.count()) + " s so far)";
+    ts.trimWhy =
+        "small probes until half a grace passes without refaults (" + std::to_string(since.count()) + " s so far)";
 }
 
 // What trimming says at info: one summary per target every kTrimSummaryEvery instead of a line
