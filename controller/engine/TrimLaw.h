@@ -51,10 +51,11 @@
 //   work's cache below it again. A hot set the work reads once a minute, which the kernel gives
 //   up before the rest of the floor's cache (7.2, read()), was otherwise taken at every hold's
 //   end and read back each time (24 MiB a hold, 83 MiB in 20 minutes at the holds' doubling).
-//   What comes back after the hold counts too: a run through cold cache can take a hot set read
-//   once a minute whole before its next read, and hold at the floor with the read still to come
-//   (7.2: held at 131 MiB, then 97 MiB read back at every read, 7 % of it a minute). Past
-//   kMaxHold the bottom is tested again.
+//   What comes back after the hold counts too: a hold can be judged before the work has read
+//   back all that the probes took (a hot set read once a minute, a read that pauses), and a
+//   bottom under the work's cache would let the next probes take it again at every read (the
+//   engine's simulation: 60 MiB read back after a hold, 16 MiB of it taken and read back again
+//   and a second hold). Past kMaxHold the bottom is tested again.
 // Pure: fed with the time and the target's figures.
 #pragma once
 

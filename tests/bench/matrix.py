@@ -125,12 +125,14 @@ def parse_configs(text, reclaimd):
     return out
 
 
-def guest_env(cell, cfg, scale, minutes):
+def guest_env(cell, cfg, scale, minutes, phase=0.0):
+    """`phase`: the work starts this fraction of the hot set's period later (where its end falls
+    between the hot set's reads: a boot is otherwise the same phase every time)."""
     hot_file, hot_mib = HOT[cell.hot_pct]
     return {"CONTROLLER": "reclaimd" if cfg.binary else cfg.kind, "COLD": cell.cold, "HOT_FILE": hot_file,
             "HOT_MIB": hot_mib, "HOT_START": cell.hot_start,
             "HOT_MODE": cell.hot_mode, "HOT_PERIOD_MS": max(500, int(cell.hot_period_s * scale * 1000)),
-            "BG_CGROUP": BG[cell.bg], "WARM_MS": int(WARM_MIN * 60 * scale * 1000),
+            "BG_CGROUP": BG[cell.bg], "WARM_MS": int((WARM_MIN * 60 + phase * cell.hot_period_s) * scale * 1000),
             "OBSERVE_MS": int(minutes * 60 * scale * 1000),
             "DAMON_MIN_AGE_US": int(DAMON_MIN_AGE * scale * 1e6)}
 
@@ -180,7 +182,7 @@ def run_boot(cell_name, cfg, kernel, a, mtouch):
     budget = 180 + (WARM_MIN + a.minutes) * 60 * a.scale
     boot.result = vmext.run(os.path.join(VM_DIR, "guest", "matrix.sh"), kernel=kernel, add=adds,
                             disk=vm.data_image(DATA), mem_mib=MEM_MIB,
-                            env=dict(guest_env(cell, cfg, a.scale, a.minutes),
+                            env=dict(guest_env(cell, cfg, a.scale, a.minutes, getattr(a, "phase", 0.0)),
                                      **({"LRU_GEN": "1"} if getattr(a, "lru_gen", False) else {})),
                             timeout=budget, log_dir=log_dir,
                             on_line=boot.add, on_qemu_start=mon.attach, echo=a.verbose)
@@ -230,6 +232,9 @@ def parse_args(argv):
                    "damon, or NAME=KIND[@/path/to/reclaimd] (e.g. new=default@/tmp/new/reclaimd)")
     p.add_argument("--scale", type=_fraction, default=1 / 12, help="time scale (default 1/12: a minute is 5 s)")
     p.add_argument("--minutes", type=float, default=10, help="full-scale minutes observed after the work's end")
+    p.add_argument("--phase", type=float, default=0.0, help="the work starts this fraction (0 to 1) of the hot "
+                   "set's period later: where its end falls between the hot set's reads (boots of one phase repeat "
+                   "it)")
     p.add_argument("--jobs", type=int, default=1, help="boots run in parallel")
     p.add_argument("--smoke", action="store_true", help="CI: cell base, 6.12, none and default, scale 1/25, "
                    "6 minutes observed")
@@ -249,6 +254,8 @@ def parse_args(argv):
             p.error(f"unknown kernel {k!r} (one of {', '.join(kernels.SERIES)})")
     if a.jobs < 1 or a.minutes < 3:
         p.error("--jobs must be at least 1 and --minutes at least 3")
+    if not 0 <= a.phase < 1:
+        p.error(f"--phase must be at least 0 and under 1, not {a.phase:g}")
     try:
         a.config_list = parse_configs(a.configs, a.reclaimd)
     except ValueError as e:
