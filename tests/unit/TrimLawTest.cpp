@@ -19,6 +19,15 @@ ReadBack notActivated(std::uint64_t bytes) { return ReadBack{bytes, 0}; }
 // Read back from disk and activated, every page (6.1's and 6.12's LRUs).
 ReadBack activated(std::uint64_t bytes) { return ReadBack{bytes, bytes}; }
 
+// Probing starts with 300 MiB over the floor; a first refault, then 76 MiB freed, all read back,
+// at `level`: whether that held.
+bool heldAt(TrimLaw& law, TimePoint& t, std::uint64_t level) {
+  law.start(t, 300 * kMiB, kDefault);
+  law.refaulted(t += 6s, 300 * kMiB, notActivated(0), kDefault);
+  law.freed(76 * kMiB);
+  return law.refaulted(t += 6s, level, notActivated(76 * kMiB), kDefault).has_value();
+}
+
 // Probing starts with `above` over the floor; a first refault, then `rounds` rounds of one probe
 // each whose every byte comes back activated, a second apart. Returns what came back in all.
 std::uint64_t roundsBackActivated(TrimLaw& law, TimePoint& t, std::uint64_t above, int rounds) {
@@ -295,25 +304,19 @@ TEST(TrimLaw, HalfOfWhatWasFreedComingBackHoldsAndTheHoldsGrowWhileItDoes) {
 TEST(TrimLaw, AHoldMarksTheBottomForHalfAnHourFromIt) {
   TrimLaw law;
   TimePoint t{};
-  law.start(t, 300 * kMiB, kDefault);
   EXPECT_EQ(law.bottom(t, 0), 0u) << "no hold yet: the floor is the bottom";
-  law.refaulted(t += 6s, 428 * kMiB, notActivated(0), kDefault);
-  law.freed(76 * kMiB);
-  ASSERT_TRUE(law.refaulted(t += 6s, 352 * kMiB, notActivated(76 * kMiB), kDefault));
+  ASSERT_TRUE(heldAt(law, t, 352 * kMiB));
   EXPECT_EQ(law.bottom(law.heldUntil(), 76 * kMiB), 352 * kMiB) << "past the hold, probes stay above it";
   EXPECT_EQ(law.bottom(t + 30min - 1s, 76 * kMiB), 352 * kMiB);
   EXPECT_EQ(law.bottom(t + 30min, 76 * kMiB), 0u) << "then the bottom is tested again";
 }
 
-// A run through cold cache took a hot set read once a minute whole and held at the floor before
-// the work's next read: what that read brings back from disk is the work's too.
+// The hold was judged before the work had read back all that the probes took (a hot set read
+// once a minute): what its next read brings back from disk is the work's too.
 TEST(TrimLaw, WhatComesBackAfterAHoldRaisesTheBottom) {
   TrimLaw law;
   TimePoint t{};
-  law.start(t, 300 * kMiB, kDefault);
-  law.refaulted(t += 6s, 428 * kMiB, notActivated(0), kDefault);
-  law.freed(76 * kMiB);
-  ASSERT_TRUE(law.refaulted(t += 6s, 131 * kMiB, notActivated(76 * kMiB), kDefault));
+  ASSERT_TRUE(heldAt(law, t, 131 * kMiB));
   EXPECT_EQ(law.bottom(t, 76 * kMiB), 131 * kMiB);
   EXPECT_EQ(law.bottom(t + 1min, (76 + 97) * kMiB), 228 * kMiB) << "the next read brought 97 MiB back";
   EXPECT_EQ(law.bottom(t + 1min, 10 * kMiB), 131 * kMiB) << "a counter that went back says nothing";
@@ -323,10 +326,7 @@ TEST(TrimLaw, WhatComesBackAfterAHoldRaisesTheBottom) {
 TEST(TrimLaw, ACleanStretchEndsTheEscalation) {
   TrimLaw law;
   TimePoint t{};
-  law.start(t, 300 * kMiB, kDefault);
-  law.refaulted(t += 6s, 300 * kMiB, notActivated(0), kDefault);
-  law.freed(76 * kMiB);
-  ASSERT_TRUE(law.refaulted(t += 6s, 300 * kMiB, notActivated(76 * kMiB), kDefault));
+  ASSERT_TRUE(heldAt(law, t, 300 * kMiB));
   t = law.heldUntil();
   law.start(t, 300 * kMiB, kDefault);
   for (int i = 0; i < 12; ++i) law.probed(t += 6s, 300 * kMiB, kDefault);
