@@ -19,12 +19,13 @@ ReadBack notActivated(std::uint64_t bytes) { return ReadBack{bytes, 0}; }
 // Read back from disk and activated, every page (6.1's and 6.12's LRUs).
 ReadBack activated(std::uint64_t bytes) { return ReadBack{bytes, bytes}; }
 
-// Probing starts with 300 MiB over the floor; a first refault, then 76 MiB freed, all read back,
-// at `level`: whether that held.
+// Probing starts with 300 MiB over the floor; a first refault, then 76 MiB freed down to 100 MiB
+// above the floor (near the bottom), all read back, at `level`: whether that held.
 bool heldAt(TrimLaw& law, TimePoint& t, std::uint64_t level) {
   law.start(t, 300 * kMiB, kDefault);
   law.refaulted(t += 6s, 300 * kMiB, notActivated(0), kDefault);
   law.freed(76 * kMiB);
+  law.probed(t += 6s, 100 * kMiB, kDefault);
   return law.refaulted(t += 6s, level, notActivated(76 * kMiB), kDefault).has_value();
 }
 
@@ -309,6 +310,25 @@ TEST(TrimLaw, AHoldMarksTheBottomForHalfAnHourFromIt) {
   EXPECT_EQ(law.bottom(law.heldUntil(), 76 * kMiB), 352 * kMiB) << "past the hold, probes stay above it";
   EXPECT_EQ(law.bottom(t + 30min - 1s, 76 * kMiB), 352 * kMiB);
   EXPECT_EQ(law.bottom(t + 30min, 76 * kMiB), 0u) << "then the bottom is tested again";
+}
+
+// A first hold with more than half of what lay above the floor still there may be a first
+// contact: it holds, but marks no bottom. The second in the row does.
+TEST(TrimLaw, AFirstHoldHighUpMarksNoBottom) {
+  TrimLaw law;
+  TimePoint t{};
+  law.start(t, 300 * kMiB, kDefault);
+  law.refaulted(t += 6s, 428 * kMiB, notActivated(0), kDefault);
+  law.freed(76 * kMiB);
+  law.probed(t += 6s, 224 * kMiB, kDefault);
+  ASSERT_TRUE(law.refaulted(t += 6s, 352 * kMiB, notActivated(76 * kMiB), kDefault));
+  EXPECT_EQ(law.bottom(law.heldUntil(), 76 * kMiB), 0u) << "224 of 300 MiB still above the floor";
+  t = law.heldUntil();
+  law.start(t, 224 * kMiB, kDefault);
+  law.freed(16 * kMiB);
+  law.probed(t += 6s, 208 * kMiB, kDefault);
+  ASSERT_TRUE(law.refaulted(t += 6s, 336 * kMiB, notActivated(92 * kMiB), kDefault));
+  EXPECT_EQ(law.bottom(law.heldUntil(), 92 * kMiB), 336 * kMiB) << "met again: the bottom";
 }
 
 // The hold was judged before the work had read back all that the probes took (a hot set read
