@@ -203,6 +203,7 @@ TEST_F(EngineTrimTest, WhatProbesFreeComingBackHoldsAndMarksTheBottomForHalfAnHo
   start();
   ASSERT_TRUE(runUntil([&] { return status().trimHolds > 0; }, 20min)) << "the probes reach the hot set";
   EXPECT_NEAR(mib(*named("trim_held")[0].field("held_mib")), 300, 8) << "held where the work's reads showed";
+  EXPECT_NE(named("trim_held")[0].field("reason")->find("none below this level for 30 minutes"), std::string::npos);
   const std::size_t writes = sim_.writes().size();
   const std::uint64_t refaults = sim_.cgroup("work").refaults;
   run(29min);
@@ -215,6 +216,22 @@ TEST_F(EngineTrimTest, WhatProbesFreeComingBackHoldsAndMarksTheBottomForHalfAnHo
   EXPECT_GT(sim_.writes().size(), writes);
   EXPECT_LE(sim_.cgroup("work").refaults - refaults, 4u * 1024 + 1024) << "four smallest probes read back";
   EXPECT_EQ(backoffs(), 0u);
+}
+
+// Most of the cache is the work's: the first hold comes high above the floor, where a first
+// contact could hold too. It marks no bottom; the probes test below it after the hold, meet the
+// work's cache again, and the second hold marks it.
+TEST_F(EngineTrimTest, AFirstHoldHighUpIsTestedAgainAfterItsGrace) {
+  sim_.addCgroup("work", 600 * kMiB);
+  sim_.cgroup("work").hot = 450 * kMiB;
+  sim_.setMachineBusy(0.04);
+  start();
+  ASSERT_TRUE(runUntil([&] { return status().trimHolds > 0; }, 20min));
+  const std::string reason = *named("trim_held")[0].field("reason");
+  EXPECT_NE(reason.find("may be a first contact"), std::string::npos) << reason;
+  ASSERT_TRUE(runUntil([&] { return status().trimHolds > 1; }, 10min)) << "tested again after its grace";
+  EXPECT_NE(named("trim_held")[1].field("reason")->find("30 minutes"), std::string::npos);
+  EXPECT_NEAR(mib(*named("trim_held")[1].field("held_mib")), 450, 8);
 }
 
 // The hold came before the work read back all the probes took (a hot set read once a minute,
