@@ -210,8 +210,9 @@ void Engine::holdTrim(TargetState& t, const RefaultJump& jump, TimePoint now) {
       .add("reason", trimKeep(t, now) > t.floor()
                          ? "half of what the probes freed came back from disk: what is left is the work's; no probe "
                            "until the hold ends, and none below this level for 30 minutes"
-                         : "half of what the probes freed came back from disk: no probe until the hold ends; high above "
-                           "the floor this may be a first contact, so the probes test below this level again after it")
+                         : "half of what the probes freed came back from disk: no probe until the hold ends; high "
+                           "above the floor this may be a first contact, so the probes test below this level again "
+                           "after it")
       .add("excess_pages", jump.excessPages)
       .add("rate_before_pps", jump.rateBefore, 1)
       .add("rate_after_pps", jump.rateAfter, 1);
