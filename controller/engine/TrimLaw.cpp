@@ -23,7 +23,7 @@ void TrimLaw::start(TimePoint now, std::uint64_t above, const TrimLawSettings& s
   step_ = std::min(std::max(share, s.minStep), cap(above, s));
   above_ = above;
   roundAbove_ = above;
-  if (holds_ == 0) rowAbove_ = above;
+  if (holds_ == 0) startAbove_ = above;
   cleanSince_ = now;
 }
 
@@ -139,11 +139,11 @@ std::optional<std::chrono::nanoseconds> TrimLaw::refaulted(TimePoint now, std::u
   heldUntil_ = now + hold;
   heldLevel_ = reclaimable;
   refaultedAtHold_ = refaultedBytes;
-  // The first hold of a row with more than half of what lay above the floor when the row began
+  // The first hold of a row with more than half of what lay above the floor when probing began
   // still there may be a first contact, not the bottom: it holds, but marks none (7.2, a hot set
   // read once a minute and given up first: held at 460 MiB of 500, and the half-hour bottom kept
   // the cold cache below it to the end).
-  const bool high = holds_ == 1 && above_ > rowAbove_ / 2;
+  const bool high = holds_ == 1 && above_ > startAbove_ / 2;
   bottomUntil_ = high ? now : now + kMaxHold;
   return hold;
 }

@@ -56,7 +56,7 @@
 //   bottom under the work's cache would let the next probes take it again at every read (the
 //   engine's simulation: 60 MiB read back after a hold, 16 MiB of it taken and read back again
 //   and a second hold). Past kMaxHold the bottom is tested again. Except the first hold of a
-//   row high up, with more than half of what lay above the floor when the row began still
+//   row high up, with more than half of what lay above the floor when probing began still
 //   there: it may be a first contact (7.2, a hot set given up first, judged the bottom at 460
 //   MiB of 500), and a bottom there keeps the cold cache below it half an hour. It holds for its
 //   grace and marks none.
@@ -144,7 +144,7 @@ class TrimLaw {
   std::optional<ReadBack> lastBack_;          // the counters at the last refault
   std::uint64_t roundFreed_ = 0;              // by probes since then
   std::uint64_t roundAbove_ = 0;              // over the floor when this round began
-  std::uint64_t rowAbove_ = 0;                // over the floor when this row of holds began
+  std::uint64_t startAbove_ = 0;              // over the floor when probing began
   bool doubledInRow_ = false;                 // a refault doubled the step since the row began
   StepAnswer lastAnswer_ = StepAnswer::Smallest;
   Round lastRound_;

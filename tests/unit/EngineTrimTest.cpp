@@ -234,8 +234,8 @@ TEST_F(EngineTrimTest, AFirstHoldHighUpIsTestedAgainAfterItsGrace) {
   EXPECT_NEAR(mib(*named("trim_held")[1].field("held_mib")), 450, 8);
 }
 
-// The hold came before the work read back all the probes took (a hot set read once a minute,
-// taken whole by a run through cold cache): 60 MiB more come back from disk after it. They are
+// The hold came before the work read back all the probes took (a hot set read once a minute, a
+// read that pauses): 60 MiB more come back from disk after it. They are
 // the work's too: no probe takes them while the bottom holds, where they were taken and read
 // back again at every read.
 TEST_F(EngineTrimTest, WhatComesBackAfterAHoldIsPartOfTheBottom) {
