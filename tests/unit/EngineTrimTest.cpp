@@ -69,6 +69,15 @@ class EngineTrimTest : public EngineHarness {
     EXPECT_LE(static_cast<double>(sim_.subtreeFile("")) / kMiB, 154) << "the cold cache stays gone";
     return static_cast<double>(sim_.cgroup("work").refaults - contact) * 4096 / kMiB;
   }
+  // 600 MiB in `work`, of which `hot` is read again and again, on a machine that never goes idle:
+  // whether the probes reach the hot set and hold within 20 minutes.
+  bool heldOnHotSet(std::uint64_t hot) {
+    sim_.addCgroup("work", 600 * kMiB);
+    sim_.cgroup("work").hot = hot;
+    sim_.setMachineBusy(0.04);
+    start();
+    return runUntil([&] { return status().trimHolds > 0; }, 20min);
+  }
   std::uint64_t lowestAsked_ = ~std::uint64_t{0};
 };
 
@@ -197,11 +206,7 @@ TEST_F(EngineTrimTest, ARefaultOnceRestartsFromTheSmallestStepWithoutAHold) {
 // and for 30 minutes from the hold no probe goes below that level; then the bottom is tested
 // again, with four smallest probes.
 TEST_F(EngineTrimTest, WhatProbesFreeComingBackHoldsAndMarksTheBottomForHalfAnHour) {
-  sim_.addCgroup("work", 600 * kMiB);
-  sim_.cgroup("work").hot = 300 * kMiB;  // read again and again: above the 128 MiB floor
-  sim_.setMachineBusy(0.04);
-  start();
-  ASSERT_TRUE(runUntil([&] { return status().trimHolds > 0; }, 20min)) << "the probes reach the hot set";
+  ASSERT_TRUE(heldOnHotSet(300 * kMiB)) << "the probes reach the hot set";
   EXPECT_NEAR(mib(*named("trim_held")[0].field("held_mib")), 300, 8) << "held where the work's reads showed";
   EXPECT_NE(named("trim_held")[0].field("reason")->find("none below this level for 30 minutes"), std::string::npos);
   const std::size_t writes = sim_.writes().size();
@@ -222,11 +227,7 @@ TEST_F(EngineTrimTest, WhatProbesFreeComingBackHoldsAndMarksTheBottomForHalfAnHo
 // contact could hold too. It marks no bottom; the probes test below it after the hold, meet the
 // work's cache again, and the second hold marks it.
 TEST_F(EngineTrimTest, AFirstHoldHighUpIsTestedAgainAfterItsGrace) {
-  sim_.addCgroup("work", 600 * kMiB);
-  sim_.cgroup("work").hot = 450 * kMiB;
-  sim_.setMachineBusy(0.04);
-  start();
-  ASSERT_TRUE(runUntil([&] { return status().trimHolds > 0; }, 20min));
+  ASSERT_TRUE(heldOnHotSet(450 * kMiB));
   const std::string reason = *named("trim_held")[0].field("reason");
   EXPECT_NE(reason.find("may be a first contact"), std::string::npos) << reason;
   ASSERT_TRUE(runUntil([&] { return status().trimHolds > 1; }, 10min)) << "tested again after its grace";
@@ -239,11 +240,7 @@ TEST_F(EngineTrimTest, AFirstHoldHighUpIsTestedAgainAfterItsGrace) {
 // the work's too: no probe takes them while the bottom holds, where they were taken and read
 // back again at every read.
 TEST_F(EngineTrimTest, WhatComesBackAfterAHoldIsPartOfTheBottom) {
-  sim_.addCgroup("work", 600 * kMiB);
-  sim_.cgroup("work").hot = 300 * kMiB;
-  sim_.setMachineBusy(0.04);
-  start();
-  ASSERT_TRUE(runUntil([&] { return status().trimHolds > 0; }, 20min)) << "the probes reach the hot set";
+  ASSERT_TRUE(heldOnHotSet(300 * kMiB)) << "the probes reach the hot set";
   SimCgroup& work = sim_.cgroup("work");
   work.file += 60 * kMiB;  // the rest of the read, after the hold
   work.refaults += 60 * kMiB / 4096;
@@ -337,11 +334,7 @@ TEST_F(EngineTrimTest, AHotSetMetAfterARunThroughColdCacheHoldsAtOnce) {
 // A hold ends: probing starts again from a fresh refault rate, and cold cache read meanwhile
 // goes.
 TEST_F(EngineTrimTest, CacheReadDuringAHoldIsTrimmedAfterIt) {
-  sim_.addCgroup("work", 600 * kMiB);
-  sim_.cgroup("work").hot = 300 * kMiB;
-  sim_.setMachineBusy(0.04);
-  start();
-  ASSERT_TRUE(runUntil([&] { return status().trimHolds > 0; }, 20min));
+  ASSERT_TRUE(heldOnHotSet(300 * kMiB));
   EXPECT_EQ(status().targets.at(0).trim, "held");
   const std::size_t writes = sim_.writes().size();
   sim_.cgroup("work").file += 200 * kMiB;
