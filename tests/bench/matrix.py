@@ -157,15 +157,17 @@ def build_mtouch(out):
     return exe
 
 
-def run_boot(cell_name, cfg, kernel, a, mtouch):
-    """One boot: (Boot, its cells.csv row). a: scale, minutes, out, verbose."""
+def run_boot(cell_name, cfg, kernel, a, mtouch, phase=0.0, boot_no=1, tag=""):
+    """One boot: (Boot, its cells.csv row). a: scale, minutes, out, verbose. `phase` as
+    guest_env's; `boot_no` counts the boots of one phase; `tag` ends the log folder's name."""
     cell = CELLS[cell_name]
     boot = Boot(kernel, cfg.name)
     boot.release = kernels.ensure(kernel).release
+    which = {"cell": cell_name, "kernel": kernel, "release": boot.release, "config": cfg.name, "phase": phase,
+             "boot": boot_no}
     if cfg.kind == "damon" and not has_damon(kernel):
-        return boot, {"cell": cell_name, "kernel": kernel, "release": boot.release, "config": cfg.name,
-                      "outcome": "n/a: the kernel has no DAMON_RECLAIM"}
-    log_dir = os.path.join(a.out, "logs", f"{cell_name}-{kernel}-{cfg.name}")
+        return boot, dict(which, outcome="n/a: the kernel has no DAMON_RECLAIM")
+    log_dir = os.path.join(a.out, "logs", f"{cell_name}-{kernel}-{cfg.name}{tag}")
     os.makedirs(log_dir, exist_ok=True)
     adds = [(os.path.join(VM_DIR, "guest", "lib.sh"), "/test/lib.sh"), (mtouch, "/usr/bin/mtouch")]
     if cfg.binary:
@@ -182,14 +184,14 @@ def run_boot(cell_name, cfg, kernel, a, mtouch):
     budget = 180 + (WARM_MIN + a.minutes) * 60 * a.scale
     boot.result = vmext.run(os.path.join(VM_DIR, "guest", "matrix.sh"), kernel=kernel, add=adds,
                             disk=vm.data_image(DATA), mem_mib=MEM_MIB,
-                            env=dict(guest_env(cell, cfg, a.scale, a.minutes, getattr(a, "phase", 0.0)),
+                            env=dict(guest_env(cell, cfg, a.scale, a.minutes, phase),
                                      **({"LRU_GEN": "1"} if getattr(a, "lru_gen", False) else {})),
                             timeout=budget, log_dir=log_dir,
                             on_line=boot.add, on_qemu_start=mon.attach, echo=a.verbose)
     mon.stop()
     boot.samples = mon.samples
     matrixfig.write_series(boot, os.path.join(log_dir, "series.csv"), a.scale)
-    return boot, matrixfig.figures(boot, cell_name, a.scale, HOT[cell.hot_pct][1])
+    return boot, dict(matrixfig.figures(boot, cell_name, a.scale, HOT[cell.hot_pct][1]), phase=phase, boot=boot_no)
 
 
 def sanity(rows):
@@ -232,9 +234,10 @@ def parse_args(argv):
                    "damon, or NAME=KIND[@/path/to/reclaimd] (e.g. new=default@/tmp/new/reclaimd)")
     p.add_argument("--scale", type=_fraction, default=1 / 12, help="time scale (default 1/12: a minute is 5 s)")
     p.add_argument("--minutes", type=float, default=10, help="full-scale minutes observed after the work's end")
-    p.add_argument("--phase", type=float, default=0.0, help="the work starts this fraction (0 to 1) of the hot "
-                   "set's period later: where its end falls between the hot set's reads (boots of one phase repeat "
-                   "it)")
+    p.add_argument("--phases", default="0", help="space-separated fractions (0 to 1): the work starts this "
+                   "fraction of the hot set's period later, where its end falls between the hot set's reads (boots "
+                   "of one phase repeat it); every cell runs at each")
+    p.add_argument("--repeat", type=int, default=1, help="boots of every cell, kernel, configuration and phase")
     p.add_argument("--jobs", type=int, default=1, help="boots run in parallel")
     p.add_argument("--smoke", action="store_true", help="CI: cell base, 6.12, none and default, scale 1/25, "
                    "6 minutes observed")
@@ -252,10 +255,15 @@ def parse_args(argv):
     for k in a.kernels.split():
         if k not in kernels.SERIES:
             p.error(f"unknown kernel {k!r} (one of {', '.join(kernels.SERIES)})")
-    if a.jobs < 1 or a.minutes < 3:
-        p.error("--jobs must be at least 1 and --minutes at least 3")
-    if not 0 <= a.phase < 1:
-        p.error(f"--phase must be at least 0 and under 1, not {a.phase:g}")
+    if a.jobs < 1 or a.minutes < 3 or a.repeat < 1:
+        p.error("--jobs and --repeat must be at least 1 and --minutes at least 3")
+    try:
+        a.phase_list = [float(x) for x in a.phases.split()]
+    except ValueError:
+        p.error(f"--phases: fractions like 0.2, not {a.phases!r}")
+    bad = [x for x in a.phase_list if not 0 <= x < 1]
+    if bad or not a.phase_list or len(set(a.phase_list)) < len(a.phase_list):
+        p.error(f"--phases: distinct fractions, each at least 0 and under 1, not {a.phases!r}")
     try:
         a.config_list = parse_configs(a.configs, a.reclaimd)
     except ValueError as e:
@@ -274,7 +282,9 @@ def main(argv=None):
     head = (f"Run {started:%Y-%m-%d %H:%M} UTC, scale {a.scale:.4g} (a minute is {60 * a.scale:g} s), "
             f"{a.minutes:g} minutes after the work, `tests/bench/matrix.py "
             f"{' '.join(argv if argv is not None else sys.argv[1:])}`")
-    jobs = [(c, cfg, k) for c in cells for k in kern for cfg in a.config_list]
+    many = len(a.phase_list) > 1 or a.repeat > 1
+    jobs = [(c, cfg, k, ph, n) for c in cells for k in kern for cfg in a.config_list for ph in a.phase_list
+            for n in range(1, a.repeat + 1)]
     per = 40 + (WARM_MIN + a.minutes) * 60 * a.scale
     print(f"matrix: {len(jobs)} boots, {a.jobs} at a time: ~{len(jobs) * per / a.jobs / 60:.0f} min; "
           f"output in {a.out}", flush=True)
@@ -283,24 +293,31 @@ def main(argv=None):
     vm.data_image(DATA)
     mtouch = build_mtouch(a.out)
     rows, lock = [], threading.Lock()
-    order = {(c, k, cfg.name): i for i, (c, cfg, k) in enumerate(jobs)}
+    order = {(c, k, cfg.name, ph, n): i for i, (c, cfg, k, ph, n) in enumerate(jobs)}
+    names = [c.name for c in a.config_list]
 
     def one(job):
         t = time.monotonic()
-        _, row = run_boot(*job, a, mtouch)
+        cell, cfg, k, ph, n = job
+        tag = (f"-p{ph:g}" if len(a.phase_list) > 1 else "") + (f"-b{n}" if a.repeat > 1 else "")
+        _, row = run_boot(cell, cfg, k, a, mtouch, ph, n, tag)
         with lock:
             rows.append(row)
-            rows.sort(key=lambda r: order[(r["cell"], r["kernel"], r["config"])])
+            rows.sort(key=lambda r: order[(r["cell"], r["kernel"], r["config"], r["phase"], r["boot"])])
             matrixfig.write_csv(a.out, rows)  # after every boot: a run cut short keeps its data
             with open(os.path.join(a.out, "table.md"), "w") as fh:
-                fh.write(matrixfig.table(rows, cells, [c.name for c in a.config_list], kern, head))
-            print(f"matrix: {job[0]} {job[2]} {job[1].name}: {row['outcome']}, at bound after "
+                fh.write(matrixfig.table(rows, cells, names, kern, head))
+                if many:
+                    fh.write("\n" + matrixfig.summary(rows, cells, names, kern))
+            print(f"matrix: {cell} {k} {cfg.name}{tag}: {row['outcome']}, at bound after "
                   f"{row.get('bound_min')} min, done in {time.monotonic() - t:.0f} s", flush=True)
 
     with concurrent.futures.ThreadPoolExecutor(max_workers=a.jobs) as pool:
         for f in [pool.submit(one, j) for j in jobs]:
             f.result()
-    print(matrixfig.table(rows, cells, [c.name for c in a.config_list], kern, head))
+    print(matrixfig.table(rows, cells, names, kern, head))
+    if many:
+        print(matrixfig.summary(rows, cells, names, kern))
     return 0 if sanity(rows) else 1
 
 

@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
 """The matrix's figures and configuration parsing on made-up boots (no VM): each figure from a
 timeline whose answer is known, and every bad --configs item refused with a message."""
+import contextlib
+import io
 import os
 import sys
 import tempfile
@@ -92,6 +94,37 @@ def check_figures(c):
                 f"({[x for x in lines if 'file,' in x and 'guest' not in x]})")
 
 
+def check_summary(c):
+    # Two phases of one cell: one boot at the bound after 3 minutes with 1.75 % read back and
+    # 50 ms of stall; one at the bound after 1 minute, nothing read back, no stall.
+    late = matrixfig.figures(made_up_boot(lambda s: 500 if s < 15 else 200, lambda s: 100 + max(0, s - 15) * 2 / MINUTE,
+                                          lambda s: max(0, s)), "base", SCALE, 100)
+    soon = matrixfig.figures(made_up_boot(lambda s: 500 if s < 5 else 200, lambda s: 100, lambda s: 0), "base",
+                             SCALE, 100)
+    never = matrixfig.figures(made_up_boot(lambda s: 500, lambda s: 100, lambda s: 0), "base", SCALE, 100)
+    rows = [dict(late, phase=0.0, boot=1), dict(soon, phase=0.5, boot=1), dict(never, phase=0.5, boot=2)]
+    md = matrixfig.summary(rows, ["base"], ["default"], ["newest"])
+    line = next((x for x in md.splitlines() if x.startswith("| base |")), "")
+    want = "| base | 7.2 | default | 3 | 2 | 2 | 2 | 1 | 3.0 (1.0-never) | 0.00 (0.00-1.75) | 0.0 (0.0-50.0) |"
+    c.check(line == want,
+            f"summary: 3 boots, 2 in time, 2 under the read-back target, 2 without stall, 1 all three; "
+            f"median (range) of each figure\n{md}")
+    table = matrixfig.table(rows, ["base"], ["default"], ["newest"], "head")
+    c.check(all(f"| default @{p} #{n} |" in table for p, n in (("0", 1), ("0.5", 1), ("0.5", 2))),
+            f"the table names each boot's phase and number\n{table}")
+    for bad in ("1", "0 0", "x", "-0.1", ""):
+        err = io.StringIO()
+        try:
+            with contextlib.redirect_stderr(err):
+                matrix.parse_args(["--configs", "none", "--phases", bad])
+            c.check(False, f"--phases {bad!r} refused")
+        except SystemExit as e:
+            said = err.getvalue().strip().splitlines()
+            c.check(e.code == 2 and "--phases: " in err.getvalue(), f"--phases {bad!r} refused: {said[-1:]}")
+    got = matrix.parse_args(["--configs", "none", "--phases", "0 0.2 0.4"]).phase_list
+    c.check(got == [0, 0.2, 0.4], f"--phases '0 0.2 0.4' parsed ({got})")
+
+
 def check_configs(c):
     exe = sys.executable
     got = matrix.parse_configs(f"none default damon new=default@{exe} seed-gradual", exe)
@@ -111,6 +144,7 @@ def check_configs(c):
 def main():
     c = scenario.Checks("matrix figures and configurations (no VM)")
     check_figures(c)
+    check_summary(c)
     check_configs(c)
     return 0 if c.report() else 1
 

@@ -9,8 +9,12 @@ import os
 import scenario
 
 FLOOR_MIB = 128  # the default policy's machine floor
+# The targets a boot is judged by: at the bound within 5 minutes of the work's end, the hot set
+# read back at under 1 % of its size a minute after two, the workload's stall after the work at
+# most 10 ms (nothing but reclaim stalls it; tests/vm/matrix_test.py's bound).
+TARGET_MIN, TARGET_READ_PCT, TARGET_STALL_MS = 5.0, 1.0, 10.0
 
-COLUMNS = ("cell", "kernel", "release", "config", "outcome", "cache_work_end_mib", "bound_mib",
+COLUMNS = ("cell", "kernel", "release", "config", "phase", "boot", "outcome", "cache_work_end_mib", "bound_mib",
            "bound_min", "cache_5m_mib", "cache_end_mib", "hot_read_mib_per_min", "hot_read_pct_per_min",
            "psi_some_us", "psi_some_after_work_us", "psi_machine_us", "refaults_after_work", "footprint_work_end_mib",
            "footprint_end_mib", "footprint_mib_min", "trims", "trimmed_mib", "trim_held",
@@ -146,30 +150,85 @@ def _v(r, key, spec="{:g}"):
     return "-" if v is None or v == "" else spec.format(v)
 
 
+def _boots(rows, cell, kernel, config):
+    return [r for r in rows if (r["cell"], r["kernel"], r["config"]) == (cell, kernel, config)]
+
+
 def table(rows, cells, configs, kernels, head):
-    """Markdown: one row per cell x config x kernel, in the run's order."""
+    """Markdown: one row per boot, by cell x kernel x config in the run's order; where a key has
+    more than one boot (phases, repeats) the config says which: "default @0.4 #2"."""
     out = [head, "",
            "| cell | kernel | config | cache at work end, MiB | bound, MiB | at bound after, min | cache at 5 min / end, MiB "
            "| hot set read back after 2 min, MiB/min (% of it) | workload's PSI some, ms (after the work) "
            "| footprint integral, MiB x min | trims / MiB / holds | DAMON reclaimed, MiB |",
            "|---|---|---|---|---|---|---|---|---|---|---|---|"]
-    get = {(r["cell"], r["kernel"], r["config"]): r for r in rows}
+    for cell in cells:
+        for k in kernels:
+            for base in configs:
+                boots = _boots(rows, cell, k, base)
+                for r in boots:
+                    c = base if len(boots) == 1 else f"{base} @{r.get('phase', 0):g} #{r.get('boot', 1)}"
+                    out.append(_row(r, cell, k, c))
+    return "\n".join(out) + "\n"
+
+
+def _row(r, cell, k, c):
+    if "cache_end_mib" not in r:
+        return f"| {cell} | {r.get('release') or k} | {c} | {r['outcome']} |" + " |" * 8
+    at = "never" if r.get("bound_min") is None else f"{r['bound_min']:.1f}"
+    hot = f"{_v(r, 'hot_read_mib_per_min', '{:.2f}')} ({_v(r, 'hot_read_pct_per_min', '{:.2f}')} %)"
+    after = r.get("psi_some_after_work_us")
+    psi = f"{r['psi_some_us'] / 1000:.1f} ({'-' if after is None else f'{after / 1000:.1f}'})"
+    ctl = f"{r['trims']} / {r['trimmed_mib']:.0f} / {r['trim_held']}" if r.get("trims") else "-"
+    return (f"| {cell} | {r.get('release') or k} | {c} | {_v(r, 'cache_work_end_mib', '{:.0f}')} | "
+            f"{r['bound_mib']:.0f} | {at} | {_v(r, 'cache_5m_mib', '{:.0f}')} / {r['cache_end_mib']:.0f} | "
+            f"{hot} | {psi} | {_v(r, 'footprint_mib_min', '{:.0f}')} | {ctl} | "
+            f"{_v(r, 'damon_reclaimed_mib', '{:.0f}')} |")
+
+
+def _spread(values, spec):
+    """'median (min-max)' of numbers, None as "never" (largest)."""
+    if not values:
+        return "-"
+    key = sorted(values, key=lambda v: (v is None, v or 0))
+    f = lambda v: "never" if v is None else spec.format(v)  # noqa: E731
+    mid = key[(len(key) - 1) // 2]
+    return f(mid) if len(key) == 1 else f"{f(mid)} ({f(key[0])}-{f(key[-1])})"
+
+
+def judged(r):
+    """(at the bound in time, hot set read back under the target, stall within it) of a boot
+    with figures; None where a figure is missing."""
+    t = r.get("bound_min")
+    read, stall = r.get("hot_read_pct_per_min"), r.get("psi_some_after_work_us")
+    return (t is not None and t <= TARGET_MIN, None if read is None else read < TARGET_READ_PCT,
+            None if stall is None else stall / 1000 <= TARGET_STALL_MS)
+
+
+def summary(rows, cells, configs, kernels):
+    """Markdown: per cell x kernel x config over its boots (phases, repeats), how many met each
+    target and the median (range) of each figure: a cell whose outcome turns on where the work's
+    end falls between the hot set's reads shows it here, not in one boot."""
+    out = [f"Over the boots of each cell (targets: at the bound within {TARGET_MIN:g} min, hot set read back under "
+           f"{TARGET_READ_PCT:g} % a minute after two, workload's stall after the work at most {TARGET_STALL_MS:g} ms; "
+           "median (range)):", "",
+           "| cell | kernel | config | boots | at bound in time | read back under target | stall within target "
+           "| all three | at bound after, min | read back, % a minute | stall after the work, ms |",
+           "|---|---|---|---|---|---|---|---|---|---|---|"]
     for cell in cells:
         for k in kernels:
             for c in configs:
-                r = get.get((cell, k, c))
-                if r is None:
+                boots = [r for r in _boots(rows, cell, k, c) if "cache_end_mib" in r]
+                if not boots:
                     continue
-                if "cache_end_mib" not in r:
-                    out.append(f"| {cell} | {r.get('release') or k} | {c} | {r['outcome']} |" + " |" * 8)
-                    continue
-                at = "never" if r.get("bound_min") is None else f"{r['bound_min']:.1f}"
-                hot = f"{_v(r, 'hot_read_mib_per_min', '{:.2f}')} ({_v(r, 'hot_read_pct_per_min', '{:.2f}')} %)"
-                after = r.get("psi_some_after_work_us")
-                psi = f"{r['psi_some_us'] / 1000:.1f} ({'-' if after is None else f'{after / 1000:.1f}'})"
-                ctl = f"{r['trims']} / {r['trimmed_mib']:.0f} / {r['trim_held']}" if r.get("trims") else "-"
-                out.append(f"| {cell} | {r.get('release') or k} | {c} | {_v(r, 'cache_work_end_mib', '{:.0f}')} | "
-                           f"{r['bound_mib']:.0f} | {at} | {_v(r, 'cache_5m_mib', '{:.0f}')} / {r['cache_end_mib']:.0f} | "
-                           f"{hot} | {psi} | {_v(r, 'footprint_mib_min', '{:.0f}')} | {ctl} | "
-                           f"{_v(r, 'damon_reclaimed_mib', '{:.0f}')} |")
+                marks = [judged(r) for r in boots]
+                n = len(boots)
+                met = [sum(1 for m in marks if m[i]) for i in range(3)]
+                release = boots[0].get("release") or k
+                read = [r["hot_read_pct_per_min"] for r in boots if "hot_read_pct_per_min" in r]
+                stall = [r["psi_some_after_work_us"] / 1000 for r in boots if "psi_some_after_work_us" in r]
+                out.append(f"| {cell} | {release} | {c} | {n} | {met[0]} | {met[1]} | {met[2]} | "
+                           f"{sum(1 for m in marks if all(m))} | "
+                           f"{_spread([r.get('bound_min') for r in boots], '{:.1f}')} | "
+                           f"{_spread(read, '{:.2f}')} | {_spread(stall, '{:.1f}')} |")
     return "\n".join(out) + "\n"
