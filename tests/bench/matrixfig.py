@@ -187,7 +187,8 @@ def _row(r, cell, k, c):
 
 
 def _spread(values, spec):
-    """'median (min-max)' of numbers, None as "never" (largest)."""
+    """'median (min-max)' of numbers, None as "never" (largest); of an even count, the lower of
+    the two middle values (a figure some boot had, not a mean of two)."""
     if not values:
         return "-"
     key = sorted(values, key=lambda v: (v is None, v or 0))
