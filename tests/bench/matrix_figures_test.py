@@ -43,11 +43,15 @@ def made_up_boot(cache_mib, hot_read_mib, psi_ms, config="default"):
     return b
 
 
+def late_boot():
+    """500 MiB until 3 minutes (15 s) after the work, then 200; the hot reader reads 2 MiB a
+    minute from then on; the workload stalls 1 ms a second after the work."""
+    return made_up_boot(lambda s: 500 if s < 15 else 200, lambda s: 100 + max(0, s - 15) * 2 / MINUTE,
+                        lambda s: max(0, s))
+
+
 def check_figures(c):
-    # 500 MiB until 3 minutes (15 s) after the work, then 200; the hot reader reads 2 MiB a
-    # minute from then on; the workload stalls 1 ms a second after the work.
-    b = made_up_boot(lambda s: 500 if s < 15 else 200, lambda s: 100 + max(0, s - 15) * 2 / MINUTE,
-                     lambda s: max(0, s))
+    b = late_boot()
     r = matrixfig.figures(b, "base", SCALE, 100)
     c.check(r["bound_min"] == 3.0, f"at the bound 3 minutes after the work ({r.get('bound_min')})")
     c.check(r["cache_work_end_mib"] == 500 and r["cache_5m_mib"] == 200 and r["cache_end_mib"] == 200,
@@ -97,8 +101,7 @@ def check_figures(c):
 def check_summary(c):
     # Two phases of one cell: one boot at the bound after 3 minutes with 1.75 % read back and
     # 50 ms of stall; one at the bound after 1 minute, nothing read back, no stall.
-    late = matrixfig.figures(made_up_boot(lambda s: 500 if s < 15 else 200, lambda s: 100 + max(0, s - 15) * 2 / MINUTE,
-                                          lambda s: max(0, s)), "base", SCALE, 100)
+    late = matrixfig.figures(late_boot(), "base", SCALE, 100)
     soon = matrixfig.figures(made_up_boot(lambda s: 500 if s < 5 else 200, lambda s: 100, lambda s: 0), "base",
                              SCALE, 100)
     never = matrixfig.figures(made_up_boot(lambda s: 500, lambda s: 100, lambda s: 0), "base", SCALE, 100)
