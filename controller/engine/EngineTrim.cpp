@@ -65,6 +65,9 @@ const char* refaultedWhy(TrimLaw::StepAnswer answer) {
              "probe doubles";
     case TrimLaw::StepAnswer::Kept:
       return "the kernel activated what came back and the rest of the round was cold: the next probe keeps its size";
+    case TrimLaw::StepAnswer::Trickle:
+      return "under an eighth of what the last probes freed came back: they take cold cache and met the edge of the "
+             "work's; the step and the clean stretch go on";
     case TrimLaw::StepAnswer::Smallest:
       break;
   }
@@ -256,9 +259,14 @@ void Engine::fillTrim(TargetStatus& ts, const TargetState& t, TimePoint now, dou
     ts.trimWhy = "probes take only what lies above " + formatBytes(keep) +
                  ", where the work's reads showed its cache, until " + when(law.bottomUntil()) +
                  "; then they test below it again";
-  else if (law.lastAnswer() != TrimLaw::StepAnswer::Smallest && since < t.gov.idle.grace / 2)
+  else if ((law.lastAnswer() == TrimLaw::StepAnswer::Doubled || law.lastAnswer() == TrimLaw::StepAnswer::Kept) &&
+           since < t.gov.idle.grace / 2)
     ts.trimWhy = "what came back of the last probes the kernel activated (it keeps it now): the probes stay large "
                  "to get past it";
+  else if (law.lastAnswer() == TrimLaw::StepAnswer::Trickle && since < t.gov.idle.grace / 2)
+    ts.trimWhy = "the last refault brought back under an eighth of what the probes freed: they take cold cache; the "
+                 "step doubles once half a grace passes without more (" +
+                 std::to_string(since.count()) + " s so far)";
   else if (since >= t.gov.idle.grace / 2)
     ts.trimWhy = "no refault for " + std::to_string(since.count()) + " s: the step doubles each probe";
   else

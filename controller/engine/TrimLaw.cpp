@@ -70,6 +70,12 @@ bool TrimLaw::ranThroughCold(const Round& round, const TrimLawSettings& s) const
   return round.freed >= std::max(steps, roundAbove_ / 2) && round.came > 0 && round.came < round.freed / 8;
 }
 
+// A trickle (TrimLaw.h): a round of four smallest probes or more, under an eighth of it back.
+bool TrimLaw::trickle(const Round& round, const TrimLawSettings& s) const {
+  const std::uint64_t steps = s.minStep > UINT64_MAX / 4 ? UINT64_MAX : 4 * s.minStep;
+  return step_ <= s.minStep && round.freed >= steps && round.came < round.freed / 8;
+}
+
 std::uint64_t TrimLaw::bottom(TimePoint now, std::uint64_t refaulted) const {
   if (now >= bottomUntil_) return 0;
   // A counter that went back (a new cgroup under the old name) says nothing of what came back.
@@ -88,7 +94,9 @@ TrimLaw::Round TrimLaw::roundOf(ReadBack total) const {
 void TrimLaw::answer(const Round& round, const TrimLawSettings& s) {
   const bool activated = round.came > 0 && round.activated >= round.came - round.came / 4;
   const bool cameBack = round.freed > 0 && round.came >= round.freed - round.freed / 4;
-  if (holds_ == 0 && activated && cameBack) {
+  if (trickle(round, s)) {
+    lastAnswer_ = StepAnswer::Trickle;  // the step and the clean stretch go on
+  } else if (holds_ == 0 && activated && cameBack) {
     const std::uint64_t doubled = step_ > UINT64_MAX / 2 ? step_ : 2 * step_;
     step_ = std::max(s.minStep, std::min(doubled, cap(above_, s)));
     lastAnswer_ = StepAnswer::Doubled;
@@ -105,16 +113,17 @@ void TrimLaw::answer(const Round& round, const TrimLawSettings& s) {
 std::optional<std::chrono::nanoseconds> TrimLaw::refaulted(TimePoint now, std::uint64_t reclaimable, ReadBack total,
                                                            const TrimLawSettings& s) {
   const std::uint64_t refaultedBytes = total.refaulted;
-  cleanSince_ = now;
   // Nothing freed since the last refault: these are that round's late refaults (the work reads
   // its hot set every tens of seconds, the probes come every few). That round was answered;
   // they count toward the next hold's judgement, not as a round of their own.
   if (lastBack_ && roundFreed_ == 0 && total.refaulted >= lastBack_->refaulted &&
       total.activated >= lastBack_->activated) {
     lastBack_ = total;
+    cleanSince_ = now;
     return std::nullopt;
   }
   const Round round = roundOf(total);
+  if (!trickle(round, s)) cleanSince_ = now;
   const bool passedCold = ranThroughCold(round, s);
   answer(round, s);
   lastBack_ = total;

@@ -22,6 +22,13 @@
 //   cold). After a hold the first contact is over, and what comes back is the bottom's: the
 //   smallest step too. Refaults with nothing freed since the last are that round's late ones
 //   (the probes come every few seconds, the work re-reads every tens): no round of their own.
+// - Except a trickle: a round of smallest probes (four or more) of which under an eighth came
+//   back leaves the step and the clean stretch as they were. The probes are taking cold cache
+//   and met the edge of the work's (late pages of a read, a few of a hot set); starting the
+//   stretch again there kept 7.2's probes at the smallest step, 40 MiB a minute, for minutes
+//   after its first contact with a hot set read once a minute (rounds of 30-40 MiB, 1-2 MiB
+//   back each). Not once the step grew: a refault that ends a run of larger probes marks the
+//   edge of the work's cache, and the next larger probes would take it.
 // - Only when what came back from disk since the previous refault is at least half of what the
 //   probes freed since, and three quarters of the last round's bytes, are the probes at the
 //   bottom: what is left is the work's. Then probing holds for a grace, doubling while it stays
@@ -105,7 +112,7 @@ class TrimLaw {
                                                     const TrimLawSettings& s);
 
   // What the last refault did to the step, and the round of probes it ended.
-  enum class StepAnswer { Smallest, Doubled, Kept };
+  enum class StepAnswer { Smallest, Doubled, Kept, Trickle };
   struct Round {
     std::uint64_t came = 0;       // bytes read back since the refault before
     std::uint64_t activated = 0;  // of those, activated
@@ -133,6 +140,7 @@ class TrimLaw {
   // The step after a refault that ended `round`.
   void answer(const Round& round, const TrimLawSettings& s);
   bool ranThroughCold(const Round& round, const TrimLawSettings& s) const;
+  bool trickle(const Round& round, const TrimLawSettings& s) const;
   // What the probes must have freed since judging started before refaults may hold them.
   std::uint64_t evidence(const TrimLawSettings& s) const;
 

@@ -202,6 +202,28 @@ TEST_F(EngineTrimTest, ARefaultOnceRestartsFromTheSmallestStepWithoutAHold) {
   EXPECT_EQ(status().trimHolds, 0u);
 }
 
+// A few MiB back after rounds of smallest probes (the edge of the work's cache, late pages of a
+// read) are a trickle: the step stays and the clean stretch goes on, and status says so.
+TEST_F(EngineTrimTest, ATrickleLeavesTheCleanStretchGoing) {
+  sim_.addCgroup("work", 400 * kMiB);
+  sim_.setMachineBusy(0.04);
+  start();
+  ASSERT_TRUE(runUntil([&] { return !sim_.writes().empty(); }, 5min));
+  sim_.cgroup("work").refaults += 1024;  // 4 MiB: the first refault starts the rounds
+  ASSERT_TRUE(runUntil([&] { return count("trim_refaulted") == 1; }, 20s));
+  const TimePoint first = clock_.now();
+  run(40s);
+  sim_.cgroup("work").refaults += 512;  // 2 MiB of the round's 24-28
+  ASSERT_TRUE(runUntil([&] { return count("trim_refaulted") == 2; }, 20s));
+  const Event trickle = named("trim_refaulted").back();
+  EXPECT_NE(trickle.field("reason")->find("under an eighth"), std::string::npos) << *trickle.field("reason");
+  const std::string why = status().targets.at(0).trimWhy;
+  EXPECT_NE(why.find("the step doubles once half a grace passes without more"), std::string::npos) << why;
+  ASSERT_TRUE(runUntil([&] { return sim_.writes().back().bytes > 4 * kMiB; }, 2min));
+  EXPECT_LT(clock_.now() - first, 80s) << "the stretch ran from the first refault, not the trickle (40 s later)";
+  EXPECT_EQ(status().trimHolds, 0u);
+}
+
 // What every probe frees comes back: what is left is the work's. Probing holds for a grace,
 // and for 30 minutes from the hold no probe goes below that level; then the bottom is tested
 // again, with four smallest probes.

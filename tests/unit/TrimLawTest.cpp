@@ -85,6 +85,50 @@ TEST(TrimLaw, ARefaultResetsTheStepAndTheStretch) {
   EXPECT_EQ(law.step(), 4 * kMiB) << "a new clean stretch starts at the refault";
 }
 
+// Rounds at the smallest step that bring back under an eighth of what they freed are taking cold
+// cache: the clean stretch goes on through them and the step doubles when it is over. A round
+// that brings back more starts the stretch again; so does a trickle once the step has grown
+// (the edge of the work's cache, which the next larger probes would take).
+TEST(TrimLaw, TricklesAtTheSmallestStepDoNotStartTheStretchAgain) {
+  TrimLaw law;
+  TimePoint t{};
+  std::uint64_t back = 0;
+  law.start(t, 400 * kMiB, kDefault);
+  law.refaulted(t, 400 * kMiB, notActivated(back), kDefault);  // the stretch starts at 0 s
+  const auto round = [&](std::uint64_t above) {
+    for (int probe = 0; probe < 4; ++probe) {
+      law.probed(t += 6s, above, kDefault);
+      law.freed(law.step());
+    }
+  };
+  for (int i = 0; i < 2; ++i) {
+    round(400 * kMiB);
+    back += 1 * kMiB;  // 1 of 16 MiB back
+    ASSERT_FALSE(law.refaulted(t, 380 * kMiB, notActivated(back), kDefault));
+    EXPECT_EQ(law.lastAnswer(), TrimLaw::StepAnswer::Trickle) << "round " << i;
+    EXPECT_EQ(law.step(), 4 * kMiB) << "round " << i;
+  }
+  law.probed(t += 6s, 360 * kMiB, kDefault);
+  EXPECT_EQ(law.step(), 4 * kMiB) << "54 s since the stretch began";
+  law.probed(t += 6s, 360 * kMiB, kDefault);
+  EXPECT_EQ(law.step(), 8 * kMiB) << "60 s: the trickles did not start it again";
+  law.freed(12 * kMiB);
+  law.probed(t += 6s, 350 * kMiB, kDefault);
+  law.freed(16 * kMiB);
+  back += 1 * kMiB;  // 1 of 28 MiB back, from larger probes
+  ASSERT_FALSE(law.refaulted(t, 340 * kMiB, notActivated(back), kDefault));
+  EXPECT_EQ(law.lastAnswer(), TrimLaw::StepAnswer::Smallest);
+  EXPECT_EQ(law.step(), 4 * kMiB);
+
+  round(340 * kMiB);  // 72-90 s
+  back += 3 * kMiB;   // 3 of 16 MiB: more than an eighth
+  ASSERT_FALSE(law.refaulted(t, 320 * kMiB, notActivated(back), kDefault));
+  EXPECT_EQ(law.lastAnswer(), TrimLaw::StepAnswer::Smallest);
+  round(320 * kMiB);  // 96-114 s
+  round(300 * kMiB);  // 120-138 s: 72 s after the refault at 66 s
+  EXPECT_EQ(law.step(), 4 * kMiB) << "the stretch began again at 90 s";
+}
+
 // A kernel learning what is hot gives a little back of much that the probes freed: no hold.
 TEST(TrimLaw, LittleBackOfMuchFreedIsLearningNotTheBottom) {
   TrimLaw law;
