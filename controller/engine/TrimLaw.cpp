@@ -10,6 +10,11 @@ std::uint64_t cap(std::uint64_t above, const TrimLawSettings& s) {
   return std::max(s.minStep, std::min(s.maxStep, above / 4));
 }
 
+// `n` smallest probes, saturating.
+std::uint64_t smallest(const TrimLawSettings& s, std::uint64_t n) {
+  return s.minStep > UINT64_MAX / n ? UINT64_MAX : n * s.minStep;
+}
+
 // `percent` of `bytes`, saturating: a double at or over 2^64 has no integer to convert to.
 std::uint64_t percentOf(std::uint64_t bytes, double percent) {
   const double share = static_cast<double>(bytes) * std::clamp(percent, 0.0, 100.0) / 100.0;
@@ -55,7 +60,7 @@ void TrimLaw::rebase(std::uint64_t refaultedBytes) {
 }
 
 std::uint64_t TrimLaw::evidence(const TrimLawSettings& s) const {
-  const std::uint64_t steps = s.minStep > UINT64_MAX / 4 ? UINT64_MAX : 4 * s.minStep;
+  const std::uint64_t steps = smallest(s, 4);
   // Rounds that doubled met a kernel keeping what comes back: the contact may take more of the
   // cache before it ends, and a hold at its end keeps the cold cache behind it.
   return holds_ > 0 ? steps : std::max(steps, doubledInRow_ ? above_ / 2 : above_ / 4);
@@ -66,14 +71,12 @@ std::uint64_t TrimLaw::evidence(const TrimLawSettings& s) const {
 // its end is the work's. (A first contact on 7.2 passes 70 MiB of 333 in one round with a
 // megabyte back: not the end of the cold cache.)
 bool TrimLaw::ranThroughCold(const Round& round, const TrimLawSettings& s) const {
-  const std::uint64_t steps = s.minStep > UINT64_MAX / 16 ? UINT64_MAX : 16 * s.minStep;
-  return round.freed >= std::max(steps, roundAbove_ / 2) && round.came > 0 && round.came < round.freed / 8;
+  return round.freed >= std::max(smallest(s, 16), roundAbove_ / 2) && round.came > 0 && round.came < round.freed / 8;
 }
 
 // A trickle (TrimLaw.h): a round of four smallest probes or more, under an eighth of it back.
 bool TrimLaw::trickle(const Round& round, const TrimLawSettings& s) const {
-  const std::uint64_t steps = s.minStep > UINT64_MAX / 4 ? UINT64_MAX : 4 * s.minStep;
-  return step_ <= s.minStep && round.freed >= steps && round.came < round.freed / 8;
+  return step_ <= s.minStep && round.freed >= smallest(s, 4) && round.came < round.freed / 8;
 }
 
 std::uint64_t TrimLaw::bottom(TimePoint now, std::uint64_t refaulted) const {
@@ -123,9 +126,9 @@ std::optional<std::chrono::nanoseconds> TrimLaw::refaulted(TimePoint now, std::u
     return std::nullopt;
   }
   const Round round = roundOf(total);
-  if (!trickle(round, s)) cleanSince_ = now;
   const bool passedCold = ranThroughCold(round, s);
   answer(round, s);
+  if (lastAnswer_ != StepAnswer::Trickle) cleanSince_ = now;
   lastBack_ = total;
   roundFreed_ = 0;
   roundAbove_ = above_;
