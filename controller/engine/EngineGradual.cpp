@@ -198,7 +198,7 @@ void Engine::dryRunShares(const std::vector<PlannedShare>& shares, TimePoint now
 StepLimits Engine::limitsFor(const PlannedShare& share, nanoseconds budget) const {
   const TargetState* t = target(share.target);
   const std::uint64_t floor = !t ? share.known : share.trim ? share.floor : t->floor();
-  return StepLimits{share.bytes, floor, policy_.reclaim.chunk, budget, turn_.overshoot};
+  return StepLimits{share.bytes, floor, policy_.reclaim.chunk, budget, turn_.overshoot, turn_.excess};
 }
 
 void Engine::chunkWritten(std::uint32_t id, std::uint64_t asked, const cgroup::ReclaimWrite& w, std::int64_t freed,
@@ -224,6 +224,7 @@ bool Engine::stepEnded(const PlannedShare& share, const StepOutcome& step, bool 
   TargetState* t = find(share.target);
   if (!t) return reprobe;
   turn_.overshoot = step.overshoot;
+  turn_.excess = step.excess;
   settleStep(*t, step, pressed, now);
   watchRefaults(*t, share.trim, now, readings);
   Event& e = emit(step.status() == cgroup::ReclaimStatus::Failed ? Severity::Error : Severity::Info, "reclaim_step");

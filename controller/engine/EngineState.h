@@ -95,6 +95,7 @@ struct Turning {
   std::optional<Tick> tick;
   std::optional<Command> pending;  // the command given last, until its result comes
   double overshoot = 0;            // freed per byte asked, learned from the kernel (ReclaimStep.h)
+  std::uint64_t excess = 0;        // ... and freed beyond that by one request
   std::uint64_t uncompacted = 0;   // freed since the last compaction
 };
 

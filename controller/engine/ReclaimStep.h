@@ -3,9 +3,11 @@
 // Large memory.reclaim requests have stalled guests (RCU stall reports against WSL's gradual
 // mode), and a blocked write cannot answer SIGTERM or pressure. So a step is a series of
 // chunk-sized requests, each timed, with `shouldStop` asked between them. The cache is
-// measured before every chunk, and the last chunks shrink so the step lands on the floor:
-// 6.1 frees 15-25 % more than asked (64M freed ~75 MiB in the VM tests), so the observed
-// overshoot of each chunk scales down the next request.
+// measured before every chunk, and the last chunks shrink so the step lands on the floor.
+// Kernels free more than asked in two ways, and each is learned from the chunks: 6.1 in
+// proportion (15-25 % more: 64M freed ~75 MiB in the VM tests), which scales down the next
+// request; newer kernels by whole folios, up to one large folio (2 MiB) beyond any request
+// (7.2 freed 4 MiB for 2.2 asked), which the last request keeps off the floor.
 #pragma once
 
 #include <chrono>
@@ -26,6 +28,7 @@ struct StepLimits {
   // Freed per byte asked, as learned from earlier steps (a property of the kernel); 0 when not
   // known yet: the first chunk then aims at half the distance to the floor, to learn it.
   double overshoot = 0;
+  std::uint64_t excess = 0;  // freed beyond overshoot x asked by one request, as learned
 };
 
 enum class StepEnd {
@@ -47,16 +50,23 @@ struct StepOutcome {
   Result<void> result;  // of the last chunk (ReclaimWrite)
   std::chrono::nanoseconds took{0};  // time spent in writes
   StepEnd end = StepEnd::Asked;
-  double overshoot = 0;  // as learned by the end of this step (0: still unknown)
+  double overshoot = 0;     // as learned by the end of this step (0: still unknown)
+  std::uint64_t excess = 0;  // ... and the excess (StepLimits)
 
   std::int64_t freed() const { return saturatingDifference(before, after); }
   cgroup::ReclaimStatus status() const { return cgroup::classifyReclaim(result); }
 };
 
+// The most of what a request freed beyond overshoot x asked that counts as excess: one
+// PMD-sized folio (2 MiB on x86-64), the largest page-cache folio there. Beyond it, the ratio
+// was wrong, and the chunk teaches the ratio instead.
+inline constexpr std::uint64_t kMaxExcessBytes = 2 * 1024 * 1024;
+
 // What a chunk may ask with `above` bytes over the floor on a kernel that frees `overshoot`
-// per byte asked (0: not known yet, half the distance then). A plan that would ask less than
-// policies::kMinRequestBytes is not worth a step: a step ends it at the floor unasked.
-std::uint64_t aimAbove(std::uint64_t above, double overshoot);
+// per byte asked (0: not known yet, half the distance then) and up to `excess` more. A plan
+// that would ask less than policies::kMinRequestBytes is not worth a step: a step ends it at
+// the floor unasked.
+std::uint64_t aimAbove(std::uint64_t above, double overshoot, std::uint64_t excess);
 
 // A step taken one chunk at a time, for a caller that gives each chunk as a command and hears
 // its result later: next() says the next request (asking `shouldStop` only when one could
@@ -78,7 +88,10 @@ class StepRun {
 
   StepLimits limits_;
   StepOutcome out_;
+  void learn(std::int64_t freed);
+
   double overshoot_ = 0;
+  std::uint64_t excess_ = 0;
   std::uint64_t asking_ = 0;
   bool over_ = false;
 };
