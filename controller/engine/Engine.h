@@ -229,6 +229,9 @@ class Engine {
   // Measured this turn: a target that may be written to or is watched for refaults.
   bool measures(const TargetState& t, TimePoint now) const;
   std::vector<PlannedShare> planPass(const proc::Meminfo& mem, TimePoint now) const;
+  // Whether `reclaimable` is so close to `floor` that the first chunk would ask nothing (ReclaimStep.h:
+  // aimAbove): what the kernel frees past a request would take the target under its floor.
+  bool atFloor(std::uint64_t reclaimable, std::uint64_t floor) const;
   void dryRunShares(const std::vector<PlannedShare>& shares, TimePoint now);
   void settleStep(TargetState& t, const StepOutcome& step, bool pressed, TimePoint now);
   void fallBack();

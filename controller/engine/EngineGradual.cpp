@@ -133,6 +133,11 @@ void Engine::settlePass(std::vector<PlannedShare> shares) {
   k.plan.shares = std::move(shares);
 }
 
+bool Engine::atFloor(std::uint64_t reclaimable, std::uint64_t floor) const {
+  const std::uint64_t above = reclaimable > floor ? reclaimable - floor : 0;
+  return aimAbove(above, turn_.overshoot, turn_.excess) < policies::kMinRequestBytes;
+}
+
 std::vector<PlannedShare> Engine::planPass(const proc::Meminfo& mem, TimePoint now) const {
   const Scope* machine = pressure_.machine ? &*pressure_.machine : nullptr;
   if (machine && machine->backoff().active()) return {};
@@ -153,6 +158,8 @@ std::vector<PlannedShare> Engine::planPass(const proc::Meminfo& mem, TimePoint n
     if (!t.active() || !t.measured) continue;
     if (t.scope && t.scope->backoff().active()) continue;
     const std::uint64_t reclaimable = t.measured->reclaimable;
+    // A step there would end unasked, and be planned again every tick.
+    if (atFloor(reclaimable, t.floor())) continue;
     // Paused until the cache regrows by a chunk (saturating: a value near 2^64 is not "regrown").
     if (t.period.stalledAt && reclaimable - std::min(reclaimable, *t.period.stalledAt) < policy_.reclaim.chunk)
       continue;

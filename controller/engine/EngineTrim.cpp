@@ -128,8 +128,7 @@ void Engine::planTrims(const proc::Meminfo& mem, TimePoint now, std::uint64_t us
     const std::uint64_t bytes = std::min(t.trim.law.size(reclaimable - keep, trimLaw(t)), room);
     // Also what the step's first chunk could ask: a kernel that overshoots leaves the last
     // megabytes above the floor unasked, and a probe that asks nothing is not a probe.
-    const std::uint64_t first = aimAbove(reclaimable - keep, turn_.overshoot, turn_.excess);
-    if (std::min(bytes, first) < policies::kMinRequestBytes) continue;
+    if (bytes < policies::kMinRequestBytes || atFloor(reclaimable, keep)) continue;
     room -= bytes;
     out.push_back(PlannedShare{t.id, bytes, reclaimable, true, keep});
   }

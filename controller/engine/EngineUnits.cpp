@@ -25,7 +25,6 @@
 #include "base/Quantities.h"
 #include "controller/engine/Engine.h"
 #include "policies/Rules.h"
-#include "policies/Step.h"
 
 namespace reclaimd::controller {
 
@@ -172,10 +171,10 @@ namespace {
 // Where a unit target stands after this turn's measurement.
 enum class UnitEnd { Keep, Drop, Rest };
 
-UnitEnd unitEnd(const TargetState& t, bool aroundBusy) {
+// `atFloor`: measured, and too close to its floor for a step (Engine::atFloor).
+UnitEnd unitEnd(const TargetState& t, bool aroundBusy, bool atFloor) {
   if (t.gone || t.unit->busy || !aroundBusy) return UnitEnd::Drop;
   if (t.watched() || (t.scope && t.scope->backoff().active())) return UnitEnd::Keep;
-  const bool atFloor = t.measured && t.measured->reclaimable < t.floor() + policies::kMinRequestBytes;
   return atFloor || t.period.stalledAt ? UnitEnd::Rest : UnitEnd::Keep;
 }
 
@@ -192,7 +191,8 @@ void Engine::pruneUnits() {
   auto done = [&](const TargetState& t) {
     if (!t.unit) return false;
     const auto around = busyAround.find(t.unit->within);
-    switch (unitEnd(t, around != busyAround.end() && around->second)) {
+    const bool floored = t.measured && atFloor(t.measured->reclaimable, t.floor());
+    switch (unitEnd(t, around != busyAround.end() && around->second, floored)) {
       case UnitEnd::Keep: return false;
       case UnitEnd::Drop: return true;
       case UnitEnd::Rest: targets_.unitRest[t.path] = UnitRest{t.inode, t.lastReclaimable}; return true;
