@@ -15,7 +15,8 @@ Asserted per phase:
   - the scenario held: >= 400 MiB cached before reclaimd starts; the background process used
     1-5 % of the vCPU; the machine was never judged idle (no idle_entered);
   - trim steps happened (reclaim_step kind=trim) and none ended below the 128 MiB floor (less
-    the kernel's over-reclaim of a request: up to 25 % on 6.1, see README, and at least 1 MiB);
+    the kernel's over-reclaim of a request: up to 25 % on 6.1, see docs/design.md, and at least
+    1 MiB);
   - the machine's reclaimable cache is at most (floor + hot set) * 1.10 = 176 MiB within 75 s,
     and still is at the end;
   - after the first 10 s, work.slice reads the disk at under 1 % of the hot set (328 KiB) in
