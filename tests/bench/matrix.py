@@ -10,6 +10,11 @@ Every other cell changes one axis of it (CELLS). Time is scaled (--scale, defaul
 minute is 5 s): the daemon's grace, trimming interval and refault window, DAMON_RECLAIM's
 min_age and the scenario's periods alike.
 
+Configurations: none; seed-gradual (WSL's gradual timing: reclaim only when idle); default
+(reclaimd's own policy); damon (the kernel's DAMON_RECLAIM as a user switches it on); damos (a
+DAMON sysfs scheme a controller could run instead of probing: every grace, page out
+work.slice's pages not accessed since the last pass, per folio by DAMON's young filter).
+
     python3 tests/bench/matrix.py --reclaimd build/controller/reclaimd \\
         --cells 'base once' --kernels '6.1 6.12 newest' --configs 'none default damon' \\
         --jobs 2 --out /tmp/matrix
@@ -75,7 +80,7 @@ CELLS = {
     "bg-unit": BASE._replace(bg="unit"),
     "hot-mid": BASE._replace(hot_start="mid"),
 }
-KINDS = ("none", "seed-gradual", "default", "damon")
+KINDS = ("none", "seed-gradual", "default", "damon", "damos")
 
 
 class Config(NamedTuple):
@@ -114,10 +119,10 @@ def parse_configs(text, reclaimd):
         kind, _, binary = (rest or name).partition("@")
         if kind not in KINDS:
             raise ValueError(f"configuration {item!r}: unknown kind {kind!r} (one of {', '.join(KINDS)})")
-        if kind in ("none", "damon") and binary:
+        if kind in ("none", "damon", "damos") and binary:
             raise ValueError(f"configuration {item!r}: {kind} runs no reclaimd binary")
-        binary = binary or (reclaimd if kind not in ("none", "damon") else "")
-        if kind not in ("none", "damon") and not (binary and os.access(binary, os.X_OK)):
+        binary = binary or (reclaimd if kind not in ("none", "damon", "damos") else "")
+        if kind not in ("none", "damon", "damos") and not (binary and os.access(binary, os.X_OK)):
             raise ValueError(f"configuration {item!r}: no executable reclaimd ({binary or 'give --reclaimd'})")
         if any(c.name == name for c in out):
             raise ValueError(f"configuration {name!r} given twice")
@@ -134,7 +139,7 @@ def guest_env(cell, cfg, scale, minutes, phase=0.0):
             "HOT_MODE": cell.hot_mode, "HOT_PERIOD_MS": max(500, int(cell.hot_period_s * scale * 1000)),
             "BG_CGROUP": BG[cell.bg], "WARM_MS": int((WARM_MIN * 60 + phase * cell.hot_period_s) * scale * 1000),
             "OBSERVE_MS": int(minutes * 60 * scale * 1000),
-            "DAMON_MIN_AGE_US": int(DAMON_MIN_AGE * scale * 1e6)}
+            "DAMON_MIN_AGE_US": int(DAMON_MIN_AGE * scale * 1e6), "DAMOS_INTERVAL_US": int(GRACE * scale * 1e6)}
 
 
 def has_damon(kernel):
@@ -165,7 +170,7 @@ def run_boot(cell_name, cfg, kernel, a, mtouch, phase=0.0, boot_no=1, tag=""):
     boot.release = kernels.ensure(kernel).release
     which = {"cell": cell_name, "kernel": kernel, "release": boot.release, "config": cfg.name, "phase": phase,
              "boot": boot_no}
-    if cfg.kind == "damon" and not has_damon(kernel):
+    if cfg.kind in ("damon", "damos") and not has_damon(kernel):
         return boot, dict(which, outcome="n/a: the kernel has no DAMON_RECLAIM")
     log_dir = os.path.join(a.out, "logs", f"{cell_name}-{kernel}-{cfg.name}{tag}")
     os.makedirs(log_dir, exist_ok=True)
@@ -231,7 +236,7 @@ def parse_args(argv):
     p.add_argument("--cells", default="base", help=f"space-separated, from: {' '.join(CELLS)}")
     p.add_argument("--kernels", default="newest", help=f"space-separated, from: {' '.join(kernels.SERIES)}")
     p.add_argument("--configs", default="none default", help="space-separated: none, seed-gradual, default, "
-                   "damon, or NAME=KIND[@/path/to/reclaimd] (e.g. new=default@/tmp/new/reclaimd)")
+                   "damon, damos, or NAME=KIND[@/path/to/reclaimd] (e.g. new=default@/tmp/new/reclaimd)")
     p.add_argument("--scale", type=_fraction, default=1 / 12, help="time scale (default 1/12: a minute is 5 s)")
     p.add_argument("--minutes", type=float, default=10, help="full-scale minutes observed after the work's end")
     p.add_argument("--phases", default="0", help="space-separated fractions (0 to 1): the work starts this "

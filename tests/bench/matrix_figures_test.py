@@ -130,12 +130,14 @@ def check_summary(c):
 
 def check_configs(c):
     exe = sys.executable
-    got = matrix.parse_configs(f"none default damon new=default@{exe} seed-gradual", exe)
+    got = matrix.parse_configs(f"none default damon new=default@{exe} seed-gradual damos", exe)
     c.check([(x.name, x.kind, bool(x.binary)) for x in got] == [
         ("none", "none", False), ("default", "default", True), ("damon", "damon", False),
-        ("new", "default", True), ("seed-gradual", "seed-gradual", True)], f"configurations parsed ({got})")
+        ("new", "default", True), ("seed-gradual", "seed-gradual", True), ("damos", "damos", False)],
+        f"configurations parsed ({got})")
     for bad, why in ((f"x=foo@{exe}", "unknown kind"), ("default", "no executable reclaimd"),
-                     (f"d=damon@{exe}", "runs no reclaimd"), ("none none", "given twice"), ("=default", "a name of"),
+                     (f"d=damon@{exe}", "runs no reclaimd"), (f"d=damos@{exe}", "runs no reclaimd"),
+                     ("none none", "given twice"), ("=default", "a name of"),
                      ("new=default@/nonexistent/reclaimd", "no executable reclaimd")):
         try:
             matrix.parse_configs(bad, None)

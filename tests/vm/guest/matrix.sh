@@ -12,7 +12,7 @@
 #      its hot set the work reads file2 and file3 (the hot set lies between older and newer
 #      cold cache);
 #   4. OBSERVE_MS after the work's end, sampled every second; then everything stops.
-# Env: CONTROLLER (none | reclaimd | damon), COLD (once | twice | mmap), HOT_FILE, HOT_MODE
+# Env: CONTROLLER (none | reclaimd | damon | damos), COLD (once | twice | mmap), HOT_FILE, HOT_MODE
 # (read | mmap), HOT_PERIOD_MS, BG_CGROUP (work.slice | bg.slice | system.slice/editor.service),
 # BURN_MS (20), WARM_MS, OBSERVE_MS, DAMON_MIN_AGE_US, LRU_GEN (set: the @@LRUGEN lines),
 # HOT_START (before | mid), HOT_MIB (the hot set's size: with mid, read once before the rest).
@@ -64,7 +64,63 @@ damon_on() {
 	echo "@@DAMON available=1 enabled=$_en kdamond_pid=$_pid min_age_us=$DAMON_MIN_AGE_US"
 }
 
+# damos_on: a DAMON sysfs scheme as reclaimd could set one up: page out work.slice's pages that
+# were not accessed within DAMOS_INTERVAL_US (the young filter: a folio read or touched since
+# the last pass is kept, and marked old for the next one), over all of the biggest System RAM
+# range, every DAMOS_INTERVAL_US; monitoring sampled once per interval so its own marking
+# disturbs little. @@DAMOS says what was set, and the scheme's stats at the end.
+S=/sys/kernel/mm/damon/admin/kdamonds/0
+damos_on() {
+	if [ ! -d /sys/kernel/mm/damon/admin ]; then
+		echo "@@DAMOS available=0"
+		return
+	fi
+	[ -w /sys/module/damon_stat/parameters/enabled ] && echo N >/sys/module/damon_stat/parameters/enabled
+	_lo=0 _hi=0
+	while read -r _r _c _n _m; do
+		[ "$_n $_m" = "System RAM" ] || continue
+		_a=$((0x${_r%-*})) _b=$((0x${_r#*-} + 1))
+		[ $((_b - _a)) -gt $((_hi - _lo)) ] && _lo=$_a _hi=$_b
+	done </proc/iomem
+	_i=${DAMOS_INTERVAL_US:-10000000}
+	echo 1 >/sys/kernel/mm/damon/admin/kdamonds/nr_kdamonds
+	echo 1 >$S/contexts/nr_contexts
+	C=$S/contexts/0
+	echo paddr >$C/operations
+	echo "$_i" >$C/monitoring_attrs/intervals/sample_us
+	echo "$_i" >$C/monitoring_attrs/intervals/aggr_us
+	echo "$_i" >$C/monitoring_attrs/intervals/update_us
+	echo 1 >$C/targets/nr_targets
+	echo 1 >$C/targets/0/regions/nr_regions
+	echo "$_lo" >$C/targets/0/regions/0/start
+	echo "$_hi" >$C/targets/0/regions/0/end
+	echo 1 >$C/schemes/nr_schemes
+	H=$C/schemes/0
+	echo pageout >$H/action
+	echo "$_i" >$H/apply_interval_us
+	echo 18446744073709551615 >$H/access_pattern/sz/max
+	echo 4294967295 >$H/access_pattern/nr_accesses/max
+	echo 4294967295 >$H/access_pattern/age/max
+	echo 2 >$H/filters/nr_filters
+	echo memcg >$H/filters/0/type
+	echo /work.slice >$H/filters/0/memcg_path
+	echo N >$H/filters/0/matching
+	echo young >$H/filters/1/type
+	echo Y >$H/filters/1/matching
+	echo on >$S/state
+	read -r _st <$S/state
+	echo "@@DAMOS available=1 state=$_st region=$_lo-$_hi interval_us=$_i"
+}
+
 damon_figures() {
+	if [ "$CONTROLLER" = damos ] && [ -d $S ]; then
+		echo update_schemes_stats >$S/state
+		_out="@@DAMOS end=1"
+		for _k in nr_tried sz_tried nr_applied sz_applied qt_exceeds; do
+			read -r _v <$S/contexts/0/schemes/0/stats/$_k && _out="$_out $_k=$_v"
+		done
+		echo "$_out"
+	fi
 	[ "$CONTROLLER" = damon ] && [ -d $D ] || return 0
 	_out="@@DAMON end=1"
 	for _k in nr_reclaim_tried_regions bytes_reclaim_tried_regions nr_reclaimed_regions \
@@ -168,6 +224,7 @@ reclaimd)
 	PID=$!
 	;;
 damon) damon_on ;;
+damos) damos_on ;;
 esac
 sync
 echo 3 >/proc/sys/vm/drop_caches
