@@ -131,7 +131,11 @@ std::string describeAccess(const KernelAccess& a) {
     lru += std::string(" (/sys/kernel/mm/lru_gen/enabled ") + a.lruGenEnabled + (a.multiGen ? ")" : ": built, off)");
   }
   std::string out = lru + "\n";
-  out += std::string("damon: ") + (a.damon ? "yes (/sys/kernel/mm/damon/admin)" : "no") + "\n";
+  out += std::string("damon: ") + (a.damon ? "yes (/sys/kernel/mm/damon/admin)" : "no");
+  // With MGLRU on, folio_mark_accessed() counts a read() in the generation's references and
+  // returns before clearing the idle flag, which is all DAMON checks of a page no process maps.
+  if (a.damon && a.multiGen) out += "; with MGLRU on it sees accesses through mappings only, not read()";
+  out += "\n";
   const std::vector<std::string> reclaimKeys(kReclaimShown.begin(), kReclaimShown.end());
   out += "damon_reclaim: " + moduleLine(a.damonReclaim, "damon_reclaim", reclaimKeys) + "\n";
   out += "damon_stat: " + moduleLine(a.damonStat, "damon_stat", {"enabled"});
@@ -147,6 +151,7 @@ nlohmann::json accessJson(const KernelAccess& a) {
   nlohmann::json out{{"lru", lruKind(a)},
                      {"lru_gen_enabled", a.lruGenEnabled.empty() ? nlohmann::json(nullptr) : nlohmann::json(a.lruGenEnabled)},
                      {"damon", a.damon},
+                     {"damon_sees_read", a.damon ? nlohmann::json(!a.multiGen) : nlohmann::json(nullptr)},
                      {"damon_reclaim", moduleJson(a.damonReclaim)},
                      {"damon_stat", moduleJson(a.damonStat)},
                      {"used", {"workingset_refault_file", "workingset_activate_file", "psi"}}};

@@ -42,8 +42,21 @@ TEST(KernelAccess, NothingOnAnEmptySysfs) {
   const std::string text = describeAccess(a);
   EXPECT_TRUE(has(text, "lru: classic (no MGLRU in this kernel")) << text;
   EXPECT_TRUE(has(text, "damon: no\n")) << text;
+  EXPECT_TRUE(accessJson(a)["damon_sees_read"].is_null());
   EXPECT_TRUE(has(text, "damon_reclaim: not in this kernel")) << text;
   EXPECT_TRUE(has(text, "access_used: refaults")) << text;
+}
+
+// MGLRU switched off (or a kernel without it) and DAMON: a read() clears the idle flag again.
+TEST(KernelAccess, DamonOnTheClassicLruSeesReads) {
+  Fixture fx;
+  fx.write("sys/kernel/mm/lru_gen/enabled", "0x0000\n");
+  fx.mkdir("sys/kernel/mm/damon/admin");
+  const KernelAccess a = probeAccess(fx.path("sys"));
+  EXPECT_TRUE(has(describeAccess(a), "damon: yes (/sys/kernel/mm/damon/admin)\n")) << describeAccess(a);
+  EXPECT_EQ(accessJson(a)["damon_sees_read"], true);
+  fx.write("sys/kernel/mm/lru_gen/enabled", "0x0001\n");
+  EXPECT_EQ(accessJson(probeAccess(fx.path("sys")))["damon_sees_read"], false);
 }
 
 TEST(KernelAccess, MglruBuiltButOffIsClassic) {
@@ -68,13 +81,16 @@ TEST(KernelAccess, NewestKernelWithDamonStatRunning) {
   EXPECT_EQ(a.damonStat.get("enabled"), "Y");
   const std::string text = describeAccess(a);
   EXPECT_TRUE(has(text, "lru: multi-gen (/sys/kernel/mm/lru_gen/enabled 0x0007)")) << text;
-  EXPECT_TRUE(has(text, "damon: yes")) << text;
+  EXPECT_TRUE(has(text, "damon: yes (/sys/kernel/mm/damon/admin); with MGLRU on it sees accesses through mappings "
+                        "only, not read()\n"))
+      << text;
   EXPECT_TRUE(has(text, "damon_reclaim: enabled=N min_age=120000000 wmarks_high=500 bytes_reclaimed_regions=0\n"))
       << text;
   EXPECT_TRUE(has(text, "damon_stat: enabled=Y (DAMON_RECLAIM stays off while it runs")) << text;
   const nlohmann::json j = accessJson(a);
   EXPECT_EQ(j["lru"], "multi-gen");
   EXPECT_EQ(j["lru_gen_enabled"], "0x0007");
+  EXPECT_EQ(j["damon_sees_read"], false);
   EXPECT_EQ(j["damon_reclaim"]["parameters"]["wmarks_high"], "500");
   EXPECT_EQ(j["damon_stat"]["parameters"]["enabled"], "Y");
 }

@@ -71,6 +71,9 @@ def check_probe_access(c, s, series):
     reclaim = got.get("damon_reclaim", "")
     c.check(("enabled=N" in reclaim) if damon else reclaim.startswith("not in this kernel"),
             f"probe: DAMON_RECLAIM {'present, off' if damon else 'absent'} (got: {reclaim or None})")
+    dm = got.get("damon", "")
+    c.check((dm.startswith("yes") and "through mappings only" in dm) if damon else dm == "no",
+            f"probe: DAMON {'there, blind to read() with MGLRU on' if damon else 'absent'} (got: {dm or None})")
     st = got.get("damon_stat", "")
     c.check(st.startswith("enabled=") if stat else st.startswith("not in this kernel"),
             f"probe: DAMON_STAT {'present' if stat else 'absent'} (got: {st or None})")
