@@ -187,6 +187,16 @@ StepLimits limits(std::uint64_t step, std::uint64_t floor = 0, std::chrono::nano
   return StepLimits{step, floor, 64 * kMiB, budget, 1.0};
 }
 
+// The next step to the 128 MiB floor, from `cache`, with what `learned` taught of the kernel.
+StepOutcome nextStep(FakeKernel& k, std::uint64_t cache, const StepOutcome& learned) {
+  k.cache = cache;
+  k.asked.clear();
+  auto next = limits(256 * kMiB, 128 * kMiB);
+  next.overshoot = learned.overshoot;
+  next.excess = learned.excess;
+  return k.run(next);
+}
+
 TEST(ReclaimStep, CutsIntoChunks) {
   FakeKernel k;
   StepOutcome s = k.run(limits(200 * kMiB));
@@ -222,14 +232,11 @@ TEST(ReclaimStep, OvershootingKernelIsAimedShort) {
   EXPECT_LE(s.after, 33 * kMiB + 512 * kKiB);
   EXPECT_NEAR(s.overshoot, 1.2, 0.01);
   // The next step starts with what was learned: straight to the floor.
-  k.cache = 330 * kMiB;
-  k.asked.clear();
-  auto next = limits(256 * kMiB, 128 * kMiB);
-  next.overshoot = s.overshoot;
-  StepOutcome t = k.run(next);
+  StepOutcome t = nextStep(k, 330 * kMiB, s);
   EXPECT_EQ(k.asked.front(), 64 * kMiB);
   EXPECT_GE(t.after, 127 * kMiB);
   EXPECT_LE(t.after, 129 * kMiB + 512 * kKiB);
+  EXPECT_EQ(t.excess, 0u) << "what the ratio explains is not excess";
 }
 
 TEST(ReclaimStep, AKernelThatFreesWholeFoliosIsKeptOffTheFloor) {
@@ -244,24 +251,9 @@ TEST(ReclaimStep, AKernelThatFreesWholeFoliosIsKeptOffTheFloor) {
   EXPECT_LE(s.after, 131 * kMiB);
   EXPECT_EQ(s.end, StepEnd::Floor);
   // What was learned holds for the next step: 2.2 MiB above the floor is left alone.
-  k.cache = 128 * kMiB + 2200 * kKiB;
-  k.asked.clear();
-  auto next = limits(256 * kMiB, 128 * kMiB);
-  next.overshoot = s.overshoot;
-  next.excess = s.excess;
-  StepOutcome t = k.run(next);
+  StepOutcome t = nextStep(k, 128 * kMiB + 2200 * kKiB, s);
   EXPECT_TRUE(k.asked.empty()) << "asked " << (k.asked.empty() ? 0 : k.asked.front());
   EXPECT_EQ(t.end, StepEnd::Floor);
-}
-
-TEST(ReclaimStep, AProportionalKernelLearnsNoExcess) {
-  FakeKernel k;
-  k.cache = 330 * kMiB;
-  k.ratio = 1.2;
-  auto first = limits(256 * kMiB, 128 * kMiB);
-  first.overshoot = 1.2;
-  StepOutcome s = k.run(first);
-  EXPECT_EQ(s.excess, 0u) << "what the ratio explains is not excess";
 }
 
 TEST(ReclaimStep, AtTheFloorAsksNothing) {
