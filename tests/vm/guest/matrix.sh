@@ -3,7 +3,8 @@
 # The hard order: a background process (an editor, a language server) already runs and re-reads
 # its hot set periodically BEFORE and DURING the work that fills the cold cache, so the hot set
 # is older in the LRU than the cold cache; the work ends, the background process goes on.
-#   1. the controller starts (reclaimd with /etc/matrix/policy.yaml, or DAMON_RECLAIM, or none);
+#   1. the controller starts (reclaimd with /etc/matrix/policy.yaml, DAMON_RECLAIM, a DAMON
+#      scheme (damos_on), or none);
 #   2. the caches are dropped; the background process starts in BG_CGROUP: a burst of BURN_MS on
 #      the CPU every second, and a reader of HOT_FILE (read() or mmap) every HOT_PERIOD_MS;
 #   3. after WARM_MS the work runs in work.slice: it reads the cold files (file0..3) once, twice,
@@ -14,7 +15,8 @@
 #   4. OBSERVE_MS after the work's end, sampled every second; then everything stops.
 # Env: CONTROLLER (none | reclaimd | damon | damos), COLD (once | twice | mmap), HOT_FILE, HOT_MODE
 # (read | mmap), HOT_PERIOD_MS, BG_CGROUP (work.slice | bg.slice | system.slice/editor.service),
-# BURN_MS (20), WARM_MS, OBSERVE_MS, DAMON_MIN_AGE_US, LRU_GEN (set: the @@LRUGEN lines),
+# BURN_MS (20), WARM_MS, OBSERVE_MS, DAMON_MIN_AGE_US, DAMOS_INTERVAL_US, LRU_GEN (set: the
+# @@LRUGEN lines),
 # HOT_START (before | mid), HOT_MIB (the hot set's size: with mid, read once before the rest).
 # Lines for the host:
 #   @@MARK hot_start | work_start | work_end | end   (lib.sh)
@@ -27,6 +29,7 @@
 #     workingset_activate_file, workingset_restore_file (pages, cumulative): where the kernel
 #     keeps the file cache, and whether what comes back from disk is activated as in use
 #   @@DAMON key=value ...   what DAMON_RECLAIM was set to, and its figures at the end
+#   @@DAMOS key=value ...   the same of the DAMON scheme (damos_on)
 #   @@EXIT matrix code=..   reclaimd's exit status on SIGTERM (0 when there is none)
 #   @@LRUGEN t_ms=.. LINE    with LRU_GEN, every fifth sample: work.slice's block of
 #     /sys/kernel/debug/lru_gen_full (MGLRU's generations, their ages and sizes, and per tier
