@@ -85,11 +85,10 @@ class StepRun {
 
  private:
   StepOutcome end(StepEnd why);
+  void learn(std::int64_t freed);
 
   StepLimits limits_;
   StepOutcome out_;
-  void learn(std::int64_t freed);
-
   double overshoot_ = 0;
   std::uint64_t excess_ = 0;
   std::uint64_t asking_ = 0;

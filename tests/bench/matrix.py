@@ -81,6 +81,7 @@ CELLS = {
     "hot-mid": BASE._replace(hot_start="mid"),
 }
 KINDS = ("none", "seed-gradual", "default", "damon", "damos")
+NO_DAEMON = ("none", "damon", "damos")  # the kinds that run no reclaimd
 
 
 class Config(NamedTuple):
@@ -119,10 +120,10 @@ def parse_configs(text, reclaimd):
         kind, _, binary = (rest or name).partition("@")
         if kind not in KINDS:
             raise ValueError(f"configuration {item!r}: unknown kind {kind!r} (one of {', '.join(KINDS)})")
-        if kind in ("none", "damon", "damos") and binary:
+        if kind in NO_DAEMON and binary:
             raise ValueError(f"configuration {item!r}: {kind} runs no reclaimd binary")
-        binary = binary or (reclaimd if kind not in ("none", "damon", "damos") else "")
-        if kind not in ("none", "damon", "damos") and not (binary and os.access(binary, os.X_OK)):
+        binary = binary or (reclaimd if kind not in NO_DAEMON else "")
+        if kind not in NO_DAEMON and not (binary and os.access(binary, os.X_OK)):
             raise ValueError(f"configuration {item!r}: no executable reclaimd ({binary or 'give --reclaimd'})")
         if any(c.name == name for c in out):
             raise ValueError(f"configuration {name!r} given twice")
@@ -142,11 +143,12 @@ def guest_env(cell, cfg, scale, minutes, phase=0.0):
             "DAMON_MIN_AGE_US": int(DAMON_MIN_AGE * scale * 1e6), "DAMOS_INTERVAL_US": int(GRACE * scale * 1e6)}
 
 
-def has_damon(kernel):
-    """Whether the kernel has DAMON_RECLAIM (Debian's 6.1 is built without DAMON)."""
+def has_damon(kernel, option="CONFIG_DAMON_RECLAIM"):
+    """Whether the kernel is built with `option`: DAMON_RECLAIM, or DAMON's sysfs interface for
+    damos (Debian's 6.1 is built without DAMON)."""
     try:
         with open(kernels.ensure(kernel).config) as fh:
-            return any(line.strip() == "CONFIG_DAMON_RECLAIM=y" for line in fh)
+            return any(line.strip() == f"{option}=y" for line in fh)
     except OSError:
         return False
 
@@ -170,8 +172,10 @@ def run_boot(cell_name, cfg, kernel, a, mtouch, phase=0.0, boot_no=1, tag=""):
     boot.release = kernels.ensure(kernel).release
     which = {"cell": cell_name, "kernel": kernel, "release": boot.release, "config": cfg.name, "phase": phase,
              "boot": boot_no}
-    if cfg.kind in ("damon", "damos") and not has_damon(kernel):
+    if cfg.kind == "damon" and not has_damon(kernel):
         return boot, dict(which, outcome="n/a: the kernel has no DAMON_RECLAIM")
+    if cfg.kind == "damos" and not has_damon(kernel, "CONFIG_DAMON_SYSFS"):
+        return boot, dict(which, outcome="n/a: the kernel has no DAMON sysfs interface")
     log_dir = os.path.join(a.out, "logs", f"{cell_name}-{kernel}-{cfg.name}{tag}")
     os.makedirs(log_dir, exist_ok=True)
     adds = [(os.path.join(VM_DIR, "guest", "lib.sh"), "/test/lib.sh"), (mtouch, "/usr/bin/mtouch")]
