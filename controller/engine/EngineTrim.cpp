@@ -92,6 +92,7 @@ void Engine::judgeTrim(TargetState& t, TimePoint now) {
   t.trim.working = working(sys, threshold) || working(own, threshold);
   t.trim.heavy = heavy(sys, threshold);
   if (!t.trim.heavy) t.trim.heavy = heavy(own, threshold);
+  if (t.trim.heavy) t.trim.law.paused();
 }
 
 bool Engine::trimDue(const TargetState& t, TimePoint now) const {

@@ -30,6 +30,7 @@ void TrimLaw::start(TimePoint now, std::uint64_t above, const TrimLawSettings& s
   roundAbove_ = above;
   if (holds_ == 0) startAbove_ = above;
   cleanSince_ = now;
+  probing_ = above > 0;
 }
 
 std::uint64_t TrimLaw::size(std::uint64_t above, const TrimLawSettings& s) const {
@@ -39,8 +40,10 @@ std::uint64_t TrimLaw::size(std::uint64_t above, const TrimLawSettings& s) const
 void TrimLaw::probed(TimePoint now, std::uint64_t above, const TrimLawSettings& s) {
   above_ = above;
   // Nothing to probe (at the floor, or at the bottom a hold showed) is no clean stretch: no
-  // probe met the work's cache. Waiting there neither grows the step nor ends the escalation.
-  if (above == 0) cleanSince_ = now;
+  // probe met the work's cache. Waiting there neither grows the step nor ends the escalation;
+  // nor does a pause, and the first probe after either starts the stretch again.
+  if (above == 0 || !probing_) cleanSince_ = now;
+  probing_ = above > 0;
   if (now - cleanSince_ < s.grace / 2) return;
   holds_ = 0;
   doubledInRow_ = false;

@@ -158,6 +158,23 @@ TEST_F(EngineTrimTest, HeavyWorkIsNotProbedTheLightLoadAfterItIs) {
   EXPECT_NEAR(static_cast<double>(sim_.writes()[0].bytes) / kMiB, (2000 - 128) / 100.0, 0.1) << "1 % first";
 }
 
+// Waiting out heavy work is no clean stretch: the probes after it keep the size they had, and
+// grow only after a stretch of their own with nothing read back.
+TEST_F(EngineTrimTest, WaitingOutHeavyWorkDoesNotGrowTheProbes) {
+  sim_.addCgroup("work", 2000 * kMiB);
+  sim_.setMachineBusy(0.04);
+  start();
+  ASSERT_TRUE(runUntil([&] { return !sim_.writes().empty(); }, 3min));
+  const std::uint64_t first = sim_.writes()[0].bytes;
+  sim_.setMachineBusy(0.6);
+  run(5min);
+  const std::size_t before = sim_.writes().size();
+  sim_.setMachineBusy(0.04);
+  ASSERT_TRUE(runUntil([&] { return sim_.writes().size() >= before + 5; }, 2min));
+  for (std::size_t i = before; i < before + 5; ++i)
+    EXPECT_EQ(sim_.writes()[i].bytes, first) << "probe " << i - before << " after the heavy work";
+}
+
 // A load that never ends is not always light: a reader of its hot set every second takes
 // 12 % of a vCPU under TCG (15 % of two CPUs here). It is probed like the editor's 2 %.
 TEST_F(EngineTrimTest, AModerateLoadThatNeverEndsIsProbed) {

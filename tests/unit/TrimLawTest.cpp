@@ -71,6 +71,31 @@ TEST(TrimLaw, DoublesEveryProbeAfterACleanStretchUpToItsCaps) {
   EXPECT_EQ(law.size(100 * kMiB, kDefault), 25 * kMiB) << "the size follows what is left: a quarter of it";
 }
 
+// The stretch is the probes' time. At the floor before the work, then five minutes with no
+// probe due: the first probe after is no clean stretch's, nor is one after a pause for heavy work.
+TEST(TrimLaw, TimeWithoutProbesIsNoCleanStretch) {
+  TrimLaw law;
+  TimePoint t{};
+  law.start(t, 0, kDefault);
+  law.probed(t += 6s, 0, kDefault);
+  law.probed(t += 5min, 400 * kMiB, kDefault);
+  EXPECT_EQ(law.step(), 4 * kMiB) << "the first probe after the floor";
+  for (int probe = 1; probe < 10; ++probe) {
+    law.probed(t += 6s, 400 * kMiB, kDefault);
+    EXPECT_EQ(law.step(), 4 * kMiB) << probe * 6 << " s of probes";
+  }
+  law.probed(t += 6s, 400 * kMiB, kDefault);
+  EXPECT_EQ(law.step(), 8 * kMiB) << "60 s of probes with nothing back";
+
+  law.paused();  // heavy work for five minutes
+  law.probed(t += 5min, 400 * kMiB, kDefault);
+  EXPECT_EQ(law.step(), 8 * kMiB) << "the first probe after the pause keeps the step";
+  law.probed(t += 6s, 400 * kMiB, kDefault);
+  EXPECT_EQ(law.step(), 8 * kMiB) << "the stretch began again at the first probe after the pause";
+  law.probed(t += 54s, 400 * kMiB, kDefault);
+  EXPECT_EQ(law.step(), 16 * kMiB);
+}
+
 TEST(TrimLaw, ARefaultResetsTheStepAndTheStretch) {
   TrimLaw law;
   TimePoint t{};
