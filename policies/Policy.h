@@ -91,17 +91,22 @@ struct PressureSettings {
 
 struct TrimSettings {
   // Return cold cache while the work goes on: a target that is busy (not idle) gets
-  // memory.reclaim probes, starting as Meta's Senpai does at about 1 % of a cgroup every 6 s,
+  // memory.reclaim probes every 6 s as Meta's Senpai sends them, but from half its 1 %,
   // growing while nothing comes back from disk, back to the smallest at a refault, held only
   // where half of what they free comes back (controller/engine/TrimLaw.h).
   // false: the seed's behaviour, reclaim only when idle.
   bool enabled = true;
   // One probe per target per interval: Senpai's 6 s.
   std::chrono::milliseconds interval = 6s;
-  // Of what lies above the target's floor, for the first probes.
-  double percent = 1;
-  // At least this much per probe: 1 % of a small cgroup is lost in the kernel's batches.
-  std::uint64_t minStep = 4 * kMiB;
+  // Of what lies above the target's floor, for the first probes. Small: until the kernel has
+  // seen the work's hot set read back it cannot tell it from cold cache read as often (MGLRU
+  // gives up a hot set read with read() before the work first), and each probe between two of
+  // the work's reads takes more of it. Against 1 % and 4 MiB, 7.2 with a hot set read once a
+  // minute read it back at 0 % a minute (median of 10 boots) instead of 7.5, and reached its
+  // bound sooner (docs/benchmarks.md).
+  double percent = 0.5;
+  // At least this much per probe: less is lost in the kernel's batches (a 2 MiB folio).
+  std::uint64_t minStep = 2 * kMiB;
 };
 
 // Whose CPU time decides that a cgroup is idle.

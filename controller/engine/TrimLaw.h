@@ -84,8 +84,8 @@
 namespace reclaimd::controller {
 
 struct TrimLawSettings {
-  std::uint64_t minStep = 4ULL << 20;    // the smallest probe (trim.min_step)
-  double percent = 1;                    // of what lies above the floor, for the first probe
+  std::uint64_t minStep = 2ULL << 20;    // the smallest probe (trim.min_step)
+  double percent = 0.5;                  // of what lies above the floor, for the first probe
   std::uint64_t maxStep = 256ULL << 20;  // the policy's reclaim step
   std::chrono::nanoseconds grace = std::chrono::minutes(2);  // the idle grace
 };

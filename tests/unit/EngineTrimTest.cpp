@@ -97,9 +97,9 @@ TEST_F(EngineTrimTest, ABusyMachineIsTrimmedAfterItsGraceDownToTheFloorInMinutes
   ASSERT_GE(w.size(), 20u);
   for (std::size_t i = 1; i < w.size(); ++i)
     EXPECT_GE(w[i].at - w[i - 1].at, 6s) << "one probe per interval";
-  // The first stretch's probes are 1 % of what lies above the floor (or 4 MiB); none is over
+  // The first stretch's probes are 0.5 % of what lies above the floor (or 2 MiB); none is over
   // the chunk.
-  EXPECT_NEAR(static_cast<double>(w[0].bytes) / kMiB, (600 - 128) / 100.0, 0.1);
+  EXPECT_NEAR(static_cast<double>(w[0].bytes) / kMiB, (600 - 128) / 200.0, 0.1);
   std::uint64_t largest = 0;
   for (const Write& x : w) largest = std::max(largest, x.bytes);
   EXPECT_LE(largest, 64 * kMiB);
@@ -155,7 +155,7 @@ TEST_F(EngineTrimTest, HeavyWorkIsNotProbedTheLightLoadAfterItIs) {
       << st.targets[0].trimWhy;
   sim_.setMachineBusy(0.04);
   ASSERT_TRUE(runUntil([&] { return !sim_.writes().empty(); }, 30s)) << "light load: probes";
-  EXPECT_NEAR(static_cast<double>(sim_.writes()[0].bytes) / kMiB, (2000 - 128) / 100.0, 0.1) << "1 % first";
+  EXPECT_NEAR(static_cast<double>(sim_.writes()[0].bytes) / kMiB, (2000 - 128) / 200.0, 0.1) << "0.5 % first";
 }
 
 // Waiting out heavy work is no clean stretch: the probes after it keep the size they had, and
@@ -209,13 +209,13 @@ TEST_F(EngineTrimTest, ARefaultOnceRestartsFromTheSmallestStepWithoutAHold) {
   ASSERT_GE(sim_.writes().back().bytes, 8 * kMiB) << "grown after a clean stretch";
   const std::size_t before = sim_.writes().size();
   sim_.cgroup("work").refaults += 2048;  // 8 MiB read back after the last probe
-  ASSERT_TRUE(runUntil([&] { return status().targets.at(0).trimProbeBytes == 4 * kMiB; }, 10s))
+  ASSERT_TRUE(runUntil([&] { return status().targets.at(0).trimProbeBytes == 2 * kMiB; }, 10s))
       << "the next probe is the smallest again";
   const std::size_t after = sim_.writes().size();
   ASSERT_GE(after, before);
   ASSERT_TRUE(runUntil([&] { return sim_.writes().size() > after + 3; }, 1min)) << "no hold";
   const auto& w = sim_.writes();
-  EXPECT_EQ(w[after].bytes, 4 * kMiB) << "the smallest step";
+  EXPECT_EQ(w[after].bytes, 2 * kMiB) << "the smallest step";
   EXPECT_EQ(status().trimHolds, 0u);
 }
 
@@ -229,15 +229,15 @@ TEST_F(EngineTrimTest, ATrickleLeavesTheCleanStretchGoing) {
   sim_.cgroup("work").refaults += 1024;  // 4 MiB: the first refault starts the rounds
   ASSERT_TRUE(runUntil([&] { return count("trim_refaulted") == 1; }, 20s));
   const TimePoint first = clock_.now();
-  run(40s);
-  sim_.cgroup("work").refaults += 512;  // 2 MiB of the round's 24-28
+  run(46s);
+  sim_.cgroup("work").refaults += 384;  // 1.5 MiB of the round's 14-16
   ASSERT_TRUE(runUntil([&] { return count("trim_refaulted") == 2; }, 20s));
   const Event trickle = named("trim_refaulted").back();
   EXPECT_NE(trickle.field("reason")->find("under an eighth"), std::string::npos) << *trickle.field("reason");
   const std::string why = status().targets.at(0).trimWhy;
   EXPECT_NE(why.find("the step doubles once half a grace passes without more"), std::string::npos) << why;
-  ASSERT_TRUE(runUntil([&] { return sim_.writes().back().bytes > 4 * kMiB; }, 2min));
-  EXPECT_LT(clock_.now() - first, 80s) << "the stretch ran from the first refault, not the trickle (40 s later)";
+  ASSERT_TRUE(runUntil([&] { return sim_.writes().back().bytes > 2 * kMiB; }, 2min));
+  EXPECT_LT(clock_.now() - first, 80s) << "the stretch ran from the first refault, not the trickle (46 s later)";
   EXPECT_EQ(status().trimHolds, 0u);
 }
 
@@ -302,12 +302,12 @@ TEST_F(EngineTrimTest, AHotSetGivenUpFirstAndActivatedIsPassedInRoundsThatDouble
   EXPECT_NEAR(sim_.cgroup("work").refaults, 100 * kMiB / 4096, 2) << "the hot set read back once";
   const auto w = sim_.writes();
   ASSERT_GE(w.size(), 5u);
-  EXPECT_EQ(w[4].bytes, 32 * kMiB) << "4.7 MiB back, then 4, 8, 16 and 32";
+  EXPECT_EQ(w[4].bytes, 16 * kMiB) << "2.4 MiB back, then 2, 4, 8 and 16";
   const auto refaulted = named("trim_refaulted");
   ASSERT_GE(refaulted.size(), 3u);
   EXPECT_NE(refaulted[2].field("reason").value_or("").find("the next probe doubles"), std::string::npos);
-  EXPECT_EQ(refaulted[2].field("came_back_mib"), "8.0");
-  EXPECT_EQ(refaulted[2].field("activated_mib"), "8.0");
+  EXPECT_EQ(refaulted[2].field("came_back_mib"), "4.0");
+  EXPECT_EQ(refaulted[2].field("activated_mib"), "4.0");
 }
 
 TEST_F(EngineTrimTest, StatusSaysTheProbesStayLargeWhileTheKernelKeepsWhatCameBack) {

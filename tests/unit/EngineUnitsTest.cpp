@@ -116,7 +116,8 @@ TEST_F(EngineUnitsTest, AProbeAfterAUnitsStepInOnePassKeepsTheMachineFloor) {
   sim_.setOvershoot(1.1);
   std::vector<std::pair<std::string, double>> writes;  // each chunk's cgroup, and the machine's cache then (MiB)
   sim_.beforeWrite = [&](const std::string& path, std::uint64_t) { writes.emplace_back(path, fileMiB("")); };
-  start("idle:\n  grace: 20s\ntrim:\n  interval: 1s\n");
+  // Probes of 4 MiB or 1 %: large enough to be planned in the pass that takes the machine to its floor.
+  start("idle:\n  grace: 20s\ntrim:\n  interval: 1s\n  min_step: 4M\n  percent: 1\n");
   run(5s);
   sim_.cgroup("work").cpuShare = 0;
   run(2min);
