@@ -101,9 +101,9 @@ struct TrimSettings {
   // Of what lies above the target's floor, for the first probes. Small: until the kernel has
   // seen the work's hot set read back it cannot tell it from cold cache read as often (MGLRU
   // gives up a hot set read with read() before the work first), and each probe between two of
-  // the work's reads takes more of it. Against 1 % and 4 MiB, 7.2 with a hot set read once a
-  // minute read it back at 0 % a minute (median of 10 boots) instead of 7.5, and reached its
-  // bound sooner (docs/benchmarks.md).
+  // the work's reads takes more of it. Against 1 % and 4 MiB (with the probes' own clean
+  // stretch, TrimLaw.h), 7.2 with a hot set read once a minute read it back at 0 % a minute
+  // (median of 10 boots) instead of 7.5, and reached its bound sooner (docs/benchmarks.md).
   double percent = 0.5;
   // At least this much per probe: less is lost in the kernel's batches (a 2 MiB folio).
   std::uint64_t minStep = 2 * kMiB;

@@ -10,8 +10,9 @@
   advances 2^N ns per instruction it executes and skips its idle waits, so a guest-clock
   duration counts the guest's work, whatever the host's speed.
 
-Everything else (initramfs, the punctuality canary, retries, markers, exit codes, logs) is vm.py's. If vm.run gains
-`disk=` and `extra_args=` parameters this module can shrink to a few lines.
+Everything else (initramfs, the punctuality canary, retries, markers, exit codes, logs) is
+vm.py's. If vm.run gains `disk=` and `extra_args=` parameters this module can shrink to a few
+lines.
 
     run(script, kernel="6.12", add=(), modules=(), disk=None, mem_mib=2048, smp=1,
         balloon_stats=True, env=None, timeout=300, boot_timeout=60, retries=2, log_dir=None,
