@@ -159,7 +159,7 @@ def run_boot(args, kernel, config, plan, durations, out):
 
 # ---- checks -------------------------------------------------------------------------------
 
-def sanity(rows, boots, configs, grace, plan):
+def sanity(rows, boots, configs, grace, plan, scale):
     c = scenario.Checks("bench sanity")
     by = {(b.kernel, b.config): b for b in boots}
     for b in boots:
@@ -197,7 +197,7 @@ def sanity(rows, boots, configs, grace, plan):
             c.check(r["footprint_end_mib"] >= 0.9 * r["footprint_work_end_mib"],
                     f"{who}: footprint kept ({r['footprint_end_mib']:.0f} of {r['footprint_work_end_mib']:.0f} MiB)")
             continue
-        check_start(c, who, r, by[(k, cfg)], grace)
+        check_start(c, who, r, by[(k, cfg)], grace, scale)
         c.check(r.get("cut50_added_s") is not None,
                 f"{who}: half of the work's footprint returned ({_fmt(r.get('cut50_added_s'), '{:.1f}')} s)")
         if "gradual" in cfg:
@@ -209,22 +209,28 @@ def sanity(rows, boots, configs, grace, plan):
     return c
 
 
-def check_start(c, who, r, boot, grace):
+def check_start(c, who, r, boot, grace, scale):
     """Reclaim starts within a tick and a second of the configuration's grace period ending,
     not before it; late judged net of the time the guest lost to a starved vCPU meanwhile
-    (canary.py): a loaded host delays every guest timer, the daemon's like any other."""
+    (canary.py): a loaded host delays every guest timer, the daemon's like any other.
+    At a reduced time scale one more grace is allowed: the grace is sustained quiet, and the
+    quiet interval's allowance of work shrinks with the scale (24 ms of CPU at the smoke's
+    1/25) while the guest's own tail after the work's mark does not; the smoke's first boot
+    started 2.6 and 3.6 s late with a punctual canary. The 1 s deadline at a real grace is
+    vm_foundation's (net of the work its idle_entered says held it back)."""
     cfg = r["config"]
     own = (CONFIGS[cfg].grace_factor - 1) * grace  # its grace ends this much later
     d = r.get("reclaim_start_after_grace_s")
     d = d - own if d is not None else None
     tick = min(INTERVAL, grace) if cfg == "seed-gradual" else 1.0
+    limit = tick + 1.0 + (grace if scale < 1 else 0.0)
     what = f"{who}: reclaim started {_fmt(d, '{:+.2f}')} s after its grace period ended"
     if not c.check(d is not None and -0.01 * grace - 0.1 <= d, f"{what}, not before it"):
         return
     we, _ = boot.mark("work_end", r["scenario"])
     due = we + grace + own
     late = canary.Canary.of([scenario.Line(t, text) for t, _, text in boot.lines])
-    canary.judge(c, f"{who}: reclaim started within {tick + 1.0:g} s of its grace period ending", d, tick + 1.0,
+    canary.judge(c, f"{who}: reclaim started within {limit:g} s of its grace period ending", d, limit,
                  late, (due, due + d))
 
 
@@ -362,7 +368,7 @@ def main(argv=None):
                     rows.append({"scenario": "warm", "from": a.warm_from, **warm_figures(wb)})
             meta["command"] += f"` + warm rerun from `{a.warm_from}"
         report(a.out, meta, boots, rows)
-        ok = sanity(rows, boots, meta["configs"], meta["grace"], meta["plans"]).report()
+        ok = sanity(rows, boots, meta["configs"], meta["grace"], meta["plans"], meta["scale"]).report()
         return 0 if ok or a.no_check else 1
     if not a.reclaimd:
         p.error("--reclaimd is required to run")
@@ -406,7 +412,7 @@ def main(argv=None):
         json.dump(meta, fh)
     report(a.out, meta, boots, rows)
     print(f"bench: took {(finished - started).total_seconds() / 60:.1f} min")
-    ok = sanity(rows, boots, configs, grace, plans).report()
+    ok = sanity(rows, boots, configs, grace, plans, scale).report()
     return 0 if ok or a.no_check else 1
 
 
