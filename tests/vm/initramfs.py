@@ -1,7 +1,8 @@
 """The guest's initramfs, written in Python: an uncompressed newc cpio holding static busybox,
-guest/init.sh as /init, the files a test adds (ELF files with the libraries ldd lists), the
-kernel modules it needs (with their dependencies, decompressed for busybox insmod) and the
-environment. Used by vm.py (and vmext.py through it).
+guest/init.sh as /init with the punctuality canary it starts (canary.py), the files a test
+adds (ELF files with the libraries ldd lists), the kernel modules it needs (with their
+dependencies, decompressed for busybox insmod) and the environment. Used by vm.py (and
+vmext.py through it).
 
     build_initramfs(path, kernel, script, adds=(), modules=(), env=None, data=False) -> bytes
     resolve_modules(kernel, names) -> [(name, file, optional)]
@@ -12,6 +13,9 @@ import os
 import re
 import shutil
 import subprocess
+
+import canary
+import kernels
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -161,6 +165,7 @@ def build_initramfs(path, kernel, script, adds=(), modules=(), env=None, data=Fa
     for d in ("proc", "sys", "dev", "tmp", "run", "data", "root", "etc/vm"):
         img.dir(d)
     img.file("init", open(os.path.join(HERE, "guest", "init.sh"), "rb").read(), 0o755)
+    img.host_file(canary.binary(kernels.cache_dir()), canary.GUEST_PATH)  # /init starts it
     for src, dest in adds:
         if os.path.isdir(src):
             for top, _, files in os.walk(src):

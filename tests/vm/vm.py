@@ -33,7 +33,6 @@ import time
 from typing import NamedTuple
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import canary  # noqa: E402
 import kernels  # noqa: E402
 from initramfs import build_initramfs, elf_deps, resolve_modules  # noqa: E402,F401
 
@@ -274,7 +273,6 @@ def run(script, kernel="6.12", add=(), modules=(), data=None, mem_mib=2048, smp=
             mods = list(modules) + (DISK_MODULES if disk else []) + \
                 (BALLOON_MODULES if balloon else [])
             initrd = os.path.join(initrd_dir, "initramfs.cpio")
-            add = list(add) + [(canary.binary(kernels.cache_dir()), canary.GUEST_PATH)]
             size = build_initramfs(initrd, k, script, add, mods, env, bool(disk))
         except (OSError, ValueError, RuntimeError, subprocess.CalledProcessError) as e:
             say(f"setup error: {e}")

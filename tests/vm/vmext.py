@@ -10,9 +10,8 @@
   advances 2^N ns per instruction it executes and skips its idle waits, so a guest-clock
   duration counts the guest's work, whatever the host's speed.
 
-Everything else (initramfs, the punctuality canary, retries, markers, exit codes, logs) is
-vm.py's. If vm.run gains `disk=` and `extra_args=` parameters this module can shrink to a few
-lines.
+Everything else (initramfs, retries, markers, exit codes, logs) is vm.py's. If vm.run gains
+`disk=` and `extra_args=` parameters this module can shrink to a few lines.
 
     run(script, kernel="6.12", add=(), modules=(), disk=None, mem_mib=2048, smp=1,
         balloon_stats=True, env=None, timeout=300, boot_timeout=60, retries=2, log_dir=None,
@@ -26,7 +25,6 @@ import subprocess
 import tempfile
 import time
 
-import canary
 import kernels
 import vm
 
@@ -52,7 +50,6 @@ def run(script, kernel="6.12", add=(), modules=(), disk=None, mem_mib=2048, smp=
             mods = list(modules) + (vm.DISK_MODULES if disk else []) + \
                 (vm.BALLOON_MODULES if balloon_stats else [])
             initrd = os.path.join(work, "initramfs.cpio")
-            add = list(add) + [(canary.binary(kernels.cache_dir()), canary.GUEST_PATH)]
             size = vm.build_initramfs(initrd, k, script, add, mods, env, bool(disk))
         except (OSError, ValueError, RuntimeError, subprocess.CalledProcessError) as e:
             vm.say(f"setup error: {e}")
