@@ -83,11 +83,12 @@
 
 namespace reclaimd::controller {
 
+// Filled from the target's policy (Engine::trimLaw), which holds the defaults (policies/Policy.h).
 struct TrimLawSettings {
-  std::uint64_t minStep = 2ULL << 20;    // the smallest probe (trim.min_step)
-  double percent = 0.5;                  // of what lies above the floor, for the first probe
-  std::uint64_t maxStep = 256ULL << 20;  // the policy's reclaim step
-  std::chrono::nanoseconds grace = std::chrono::minutes(2);  // the idle grace
+  std::uint64_t minStep;           // the smallest probe (trim.min_step)
+  double percent;                  // of what lies above the floor, for the first probe (trim.percent)
+  std::uint64_t maxStep;           // the policy's reclaim chunk
+  std::chrono::nanoseconds grace;  // the idle grace
 };
 
 // A target's cache read back from disk, cumulative, in bytes: refaulted, and of that activated.
