@@ -194,11 +194,15 @@ void Engine::sayIdleEntered(TimePoint now, const Result<proc::Meminfo>& mem) {
   // Unreadable, the period starts all the same and the line says "?" for what waits; the failed
   // read is a skipped sample like any other.
   if (!mem) sampleError(mem.error(), now);
-  emit(Severity::Info, "idle_entered")
-      .add("window_busy_pct", idle_.verdict.windowPercent, 3)
+  Event& e = emit(Severity::Info, "idle_entered");
+  e.add("window_busy_pct", idle_.verdict.windowPercent, 3)
       .add("interval_busy_pct", idle_.verdict.intervalPercent, 3)
       .add("blocked_s", std::chrono::duration<double>(idle_.blockedFor).count(), 3)
       .add("reclaimable_mib", mem ? formatMiB(mem->reclaimable()) : "?");
+  // When the detector judged the work to have ended: a start later than that plus the grace is
+  // the daemon's; a work end later than the workload's own is the machine's tail of work.
+  if (auto ended = idle_.detector.workEnded())
+    e.add("since_work_s", std::chrono::duration<double>(now - *ended).count(), 3);
 }
 
 void Engine::dropCacheTurn(Plan& plan) {

@@ -242,6 +242,21 @@ TEST_F(EngineTest, IdleEnteredOnAQuietMachineWasHeldBackByNothing) {
   start();
   ASSERT_TRUE(runUntil([&] { return count("idle_entered") == 1; }, 3min));
   EXPECT_EQ(named("idle_entered")[0].field("blocked_s"), "0.000");
+  EXPECT_FALSE(named("idle_entered")[0].field("since_work_s").has_value()) << "no work on record";
+}
+
+// After work, idle_entered says when the detector judged it to have ended: a start later than
+// that plus the grace is the daemon's, not the machine's.
+TEST_F(EngineTest, IdleEnteredSaysWhenTheWorkEnded) {
+  sim_.addCgroup("work", 1000 * kMiB);
+  start();
+  sim_.setMachineBusy(1.0);
+  run(5min);
+  sim_.setMachineBusy(0);
+  ASSERT_TRUE(runUntil([&] { return count("idle_entered") == 1; }, 3min));
+  const auto since = named("idle_entered")[0].field("since_work_s");
+  ASSERT_TRUE(since.has_value());
+  EXPECT_NEAR(std::stod(*since), 120, 1.01) << "the grace runs from the work's end";
 }
 
 TEST_F(EngineTest, AStepThatFreedNothingPausesTheTargetUntilItsCacheRegrows) {

@@ -99,6 +99,9 @@ TEST(IdleDetector, GraceRunsFromTheEndOfWork) {
   m.run(200s, 0.0, &firstIdle);
   ASSERT_TRUE(firstIdle.has_value());
   EXPECT_EQ(*firstIdle - workEnd, 120s) << "one-second samples start reclaim on the second the grace ends";
+  ASSERT_TRUE(m.detector().workEnded().has_value());
+  // Less one quiet interval's allowance of work (0.5 % of 10 s): never later than the truth.
+  EXPECT_EQ(*m.detector().workEnded() - TimePoint{}, workEnd - 50ms);
 }
 
 TEST(IdleDetector, ShortBurstBlocksTheTickButKeepsThePeriod) {
