@@ -225,6 +225,8 @@ def check_start(c, who, r, boot, grace, scale):
     tick = min(INTERVAL, grace) if cfg == "seed-gradual" else 1.0
     limit = tick + 1.0 + (grace if scale < 1 else 0.0)
     what = f"{who}: reclaim started {_fmt(d, '{:+.2f}')} s after its grace period ended"
+    if r.get("work_end_judged_after_mark_s") is not None:
+        what += f" (the daemon put the work's end {r['work_end_judged_after_mark_s']:+.2f} s from its mark)"
     if not c.check(d is not None and -0.01 * grace - 0.1 <= d, f"{what}, not before it"):
         return
     we, _ = boot.mark("work_end", r["scenario"])

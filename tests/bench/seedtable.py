@@ -2,6 +2,7 @@
 markdown table."""
 import csv
 import os
+import re
 
 FLOOR_MIB = 128
 THRESHOLD_PCT = 0.5
@@ -42,6 +43,11 @@ def scenario_figures(boot, phase, idle_phase, grace):
     entered = boot.events("idle_entered", idle_phase)
     if entered:
         f["idle_entered_after_grace_s"] = entered[0][0] - grace_end
+        # Where the daemon's detector put the work's end, against the guest's mark: the machine's
+        # own tail of work after the mark, when positive.
+        since = entered[0][1].get("since_work_s", "")
+        if re.fullmatch(r"\d+(\.\d+)?", since):
+            f["work_end_judged_after_mark_s"] = entered[0][0] - float(since) - we
     f["actions"] = len(acts)
     # host footprint
     before = [s for s in boot.samples if s.t <= ws]
