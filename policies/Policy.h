@@ -105,7 +105,10 @@ struct TrimSettings {
   // stretch, TrimLaw.h), 7.2 with a hot set read once a minute read it back at 0 % a minute
   // (median of 10 boots) instead of 7.5, and reached its bound sooner (docs/benchmarks.md).
   double percent = 0.5;
-  // At least this much per probe: less is lost in the kernel's batches (a 2 MiB folio).
+  // At least this much per probe: less is lost in the kernel's batches (a 2 MiB folio). 1 MiB
+  // (with 0.25 %) quartered 6.12's first-contact stall with a hot set read once a minute, but
+  // 7.2's first probes then missed its hot set until a run of doubled probes met it: 1 boot of
+  // 10 under 1 % a minute read back instead of 8 (docs/benchmarks.md).
   std::uint64_t minStep = 2 * kMiB;
 };
 
