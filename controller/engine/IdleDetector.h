@@ -97,9 +97,8 @@ class IdleDetector {
   const IdleConfig& config() const { return config_; }
 
   bool inIdlePeriod() const { return inPeriod_; }
-  // Where the last run of work ended by the detector's reading (the grace after work runs from
-  // it: its end is never later than the truth); nullopt when no work is on record since the
-  // last reset.
+  // Where the last run of work ended by the detector's reading, never later than the truth:
+  // the grace after work runs from it. nullopt when no work is on record since the last reset.
   std::optional<TimePoint> workEnded() const { return workEndedAt_; }
   // The busy share (percent) over all the samples held: during warm-up, the part of the window
   // seen so far (the verdict's windowPercent is 0 until the window is full). nullopt before two
