@@ -62,7 +62,7 @@ const char* refaultedWhy(TrimLaw::StepAnswer answer) {
   switch (answer) {
     case TrimLaw::StepAnswer::Doubled:
       return "what the last probes freed came back and the kernel activated it (it keeps it now): the next "
-             "probe doubles";
+             "probe takes as much as the whole round did";
     case TrimLaw::StepAnswer::Kept:
       return "the kernel activated what came back and the rest of the round was cold: the next probe keeps its size";
     case TrimLaw::StepAnswer::Trickle:

@@ -104,7 +104,9 @@ void TrimLaw::answer(const Round& round, const TrimLawSettings& s) {
     lastAnswer_ = StepAnswer::Trickle;  // the step and the clean stretch go on
   } else if (holds_ == 0 && activated && cameBack) {
     const std::uint64_t doubled = step_ > UINT64_MAX / 2 ? step_ : 2 * step_;
-    step_ = std::max(s.minStep, std::min(doubled, cap(above_, s)));
+    // As large as the whole round: fewer rounds end the contact before the kernel has marked
+    // what came back first as its workingset (TrimLaw.h).
+    step_ = std::max(s.minStep, std::min(std::max(doubled, round.freed), cap(above_, s)));
     lastAnswer_ = StepAnswer::Doubled;
   } else if (holds_ == 0 && activated && lastAnswer_ == StepAnswer::Doubled) {
     lastAnswer_ = StepAnswer::Kept;  // the contact ended within this round: the rest of it was cold

@@ -16,11 +16,16 @@
 //   64-615 ms against 13-65 where they did not (the matrix's base cell).
 // - Except, before the first hold of a row, a refault that ends a round whose bytes came back
 //   (three quarters or more) activated, counted as workingset_activate_file (kept ahead of the
-//   cold cache from then on): it doubles the step. The kernel is giving up a hot set that lies
-//   behind cold cache in its order and keeps each page once read back (6.12's MGLRU with the
-//   cold cache read through a mapping after the hot set: every probe takes hot pages until the
-//   whole hot set was read back once). That cost is fixed; larger rounds pay it within two
-//   minutes instead of spreading it over five. Where refaults are not activations (7.2 counts a
+//   cold cache from then on): the next probe is as large as that whole round (at least twice
+//   the step). The kernel is giving up a hot set that lies behind cold cache in its order and
+//   keeps each page once read back (6.12's MGLRU with the cold cache read through a mapping
+//   after the hot set: every probe takes hot pages until the whole hot set was read back
+//   once). That cost is fixed; larger rounds pay it within two minutes instead of spreading it
+//   over five. Rounds that only doubled (6, 12, 24, 48 MiB at three probes a round) took a
+//   round longer, long enough for the kernel to mark the pages read back first as its
+//   workingset, and a later round took 32-48 MiB of those again: restored, which the kernel
+//   counts as a stall (24-66 ms, in 7 boots of 10). Grown to the round (6, 18, 54) none was
+//   restored in 10 of 10, the stall 0-1.6 ms. Where refaults are not activations (7.2 counts a
 //   read() refault as a restore), rounds that doubled met a kernel that had not learned and read
 //   the hot set back twice as fast: the smallest step there. After a doubling, a round that came
 //   back only in part, activated, keeps the step (the contact ended within it; the rest was

@@ -294,8 +294,9 @@ TEST_F(EngineTrimTest, WhatComesBackAfterAHoldIsPartOfTheBottom) {
 
 // A hot set behind the cold cache in the kernel's order (6.12, the cold cache read through a
 // mapping after it): the probes' bytes all come back, activated, until the whole hot set was read
-// back once. The rounds double through it, and no hold follows a contact that ended.
-TEST_F(EngineTrimTest, AHotSetGivenUpFirstAndActivatedIsPassedInRoundsThatDouble) {
+// back once. The rounds grow through it (a probe a round here: they double), and no hold follows
+// a contact that ended.
+TEST_F(EngineTrimTest, AHotSetGivenUpFirstAndActivatedIsPassedInRoundsThatGrow) {
   const auto took = firstContact(true);
   EXPECT_LE(took, 150s) << "cold cache gone within minutes of the first probe";
   EXPECT_EQ(status().trimHolds, 0u);
@@ -305,7 +306,8 @@ TEST_F(EngineTrimTest, AHotSetGivenUpFirstAndActivatedIsPassedInRoundsThatDouble
   EXPECT_EQ(w[4].bytes, 16 * kMiB) << "2.4 MiB back, then 2, 4, 8 and 16";
   const auto refaulted = named("trim_refaulted");
   ASSERT_GE(refaulted.size(), 3u);
-  EXPECT_NE(refaulted[2].field("reason").value_or("").find("the next probe doubles"), std::string::npos);
+  EXPECT_NE(refaulted[2].field("reason").value_or("").find("the next probe takes as much as the whole round did"),
+            std::string::npos);
   EXPECT_EQ(refaulted[2].field("came_back_mib"), "4.0");
   EXPECT_EQ(refaulted[2].field("activated_mib"), "4.0");
 }

@@ -220,6 +220,29 @@ TEST(TrimLaw, ARoundThatCameBackActivatedDoublesTheStep) {
   EXPECT_EQ(law.step(), 4 * kMiB) << "a refault after the contact: the smallest step again";
 }
 
+// Rounds of three probes (the probes come every few seconds, the hot set's reads every tens),
+// each whose every byte came back activated: the next probe takes what the whole round took, so
+// the contact ends before the kernel marks what came back first as its workingset (6.12: three
+// rounds of 6, 18 and 54 MiB instead of four of 6, 12, 24 and 48, and no stall).
+TEST(TrimLaw, TheNextProbeTakesWhatAWholeRoundThatCameBackActivatedTook) {
+  TrimLaw law;
+  TimePoint t{};
+  std::uint64_t back = 0;
+  law.start(t, 400 * kMiB, kDefault);
+  ASSERT_FALSE(law.refaulted(t += 1s, 400 * kMiB, activated(back), kDefault));
+  ASSERT_EQ(law.step(), 4 * kMiB);
+  std::vector<std::uint64_t> steps;
+  for (int round = 0; round < 3; ++round) {
+    for (int probe = 0; probe < 3; ++probe) {
+      law.freed(law.step());
+      back += law.step();
+    }
+    EXPECT_FALSE(law.refaulted(t += 3s, 400 * kMiB, activated(back), kDefault)) << round;
+    steps.push_back(law.step() / kMiB);
+  }
+  EXPECT_EQ(steps, (std::vector<std::uint64_t>{12, 36, 64})) << "each the whole round, up to the reclaim chunk";
+}
+
 // A round that came back half, after no doubling: a refault as any other.
 TEST(TrimLaw, AHalfRoundOutsideTheRoundsIsARefaultAsAnyOther) {
   TrimLaw law;
