@@ -192,6 +192,26 @@ TEST(TrimLaw, AFirstContactGivingAllBackIsJudgedOverAQuarterOfTheCache) {
       << "100 MiB of 100 back: the bottom";
 }
 
+// 400 MiB above the floor and a first refault (4 MiB probes), then `rounds` rounds of `probes`
+// probes each whose every byte comes back activated; `back` adds them up. Returns the step after
+// each round, MiB.
+std::vector<std::uint64_t> stepsAfterActivatedRounds(TrimLaw& law, TimePoint& t, std::uint64_t& back, int rounds,
+                                                     int probes) {
+  law.start(t, 400 * kMiB, kDefault);
+  EXPECT_FALSE(law.refaulted(t += 1s, 400 * kMiB, activated(back), kDefault));
+  EXPECT_EQ(law.step(), 4 * kMiB);
+  std::vector<std::uint64_t> steps;
+  for (int round = 0; round < rounds; ++round) {
+    for (int probe = 0; probe < probes; ++probe) {
+      law.freed(law.step());
+      back += law.step();
+    }
+    EXPECT_FALSE(law.refaulted(t += 1s, 400 * kMiB, activated(back), kDefault)) << round;
+    steps.push_back(law.step() / kMiB);
+  }
+  return steps;
+}
+
 // A hot set behind cold cache in the kernel's order (6.12, the cold cache read through a mapping
 // after it): each round of probes comes back whole, each page activated and kept from then on.
 // The rounds double, so the hot set is read back once in a few rounds and the cold cache goes.
@@ -199,17 +219,8 @@ TEST(TrimLaw, ARoundThatCameBackActivatedDoublesTheStep) {
   TrimLaw law;
   TimePoint t{};
   std::uint64_t back = 0;
-  law.start(t, 400 * kMiB, kDefault);
-  ASSERT_FALSE(law.refaulted(t += 1s, 400 * kMiB, activated(back), kDefault));
-  ASSERT_EQ(law.step(), 4 * kMiB);
-  std::vector<std::uint64_t> steps;
-  for (int round = 0; round < 4; ++round) {
-    law.freed(law.step());
-    back += law.step();
-    EXPECT_FALSE(law.refaulted(t += 1s, 400 * kMiB, activated(back), kDefault)) << round;
-    steps.push_back(law.step() / kMiB);
-  }
-  EXPECT_EQ(steps, (std::vector<std::uint64_t>{8, 16, 32, 64})) << "up to the reclaim chunk";
+  EXPECT_EQ(stepsAfterActivatedRounds(law, t, back, 4, 1), (std::vector<std::uint64_t>{8, 16, 32, 64}))
+      << "up to the reclaim chunk";
   law.freed(64 * kMiB);
   back += 40 * kMiB;
   law.refaulted(t += 1s, 400 * kMiB, activated(back), kDefault);
@@ -228,19 +239,8 @@ TEST(TrimLaw, TheNextProbeTakesWhatAWholeRoundThatCameBackActivatedTook) {
   TrimLaw law;
   TimePoint t{};
   std::uint64_t back = 0;
-  law.start(t, 400 * kMiB, kDefault);
-  ASSERT_FALSE(law.refaulted(t += 1s, 400 * kMiB, activated(back), kDefault));
-  ASSERT_EQ(law.step(), 4 * kMiB);
-  std::vector<std::uint64_t> steps;
-  for (int round = 0; round < 3; ++round) {
-    for (int probe = 0; probe < 3; ++probe) {
-      law.freed(law.step());
-      back += law.step();
-    }
-    EXPECT_FALSE(law.refaulted(t += 3s, 400 * kMiB, activated(back), kDefault)) << round;
-    steps.push_back(law.step() / kMiB);
-  }
-  EXPECT_EQ(steps, (std::vector<std::uint64_t>{12, 36, 64})) << "each the whole round, up to the reclaim chunk";
+  EXPECT_EQ(stepsAfterActivatedRounds(law, t, back, 3, 3), (std::vector<std::uint64_t>{12, 36, 64}))
+      << "each the whole round, up to the reclaim chunk";
 }
 
 // A round that came back half, after no doubling: a refault as any other.
