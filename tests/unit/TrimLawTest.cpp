@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <optional>
+#include <vector>
 
 #include "controller/engine/TrimLaw.h"
 
@@ -29,18 +30,27 @@ bool heldAt(TrimLaw& law, TimePoint& t, std::uint64_t level) {
   return law.refaulted(t += 6s, level, notActivated(76 * kMiB), kDefault).has_value();
 }
 
-// Probing starts with `above` over the floor; a first refault, then `rounds` rounds of one probe
-// each whose every byte comes back activated, a second apart. Returns what came back in all.
-std::uint64_t roundsBackActivated(TrimLaw& law, TimePoint& t, std::uint64_t above, int rounds) {
-  std::uint64_t back = 0;
+struct Rounds {
+  std::uint64_t back = 0;              // read back in all
+  std::vector<std::uint64_t> steps;    // the step after each round, MiB
+  unsigned holds = 0;                  // refaults that started a hold
+};
+
+// Probing starts with `above` over the floor; a first refault, then `rounds` rounds of `probes`
+// probes each whose every byte comes back activated, a second apart.
+Rounds roundsBackActivated(TrimLaw& law, TimePoint& t, std::uint64_t above, int rounds, int probes = 1) {
+  Rounds r;
   law.start(t, above, kDefault);
-  law.refaulted(t += 1s, above, activated(back), kDefault);
+  r.holds += law.refaulted(t += 1s, above, activated(r.back), kDefault).has_value();
   for (int round = 0; round < rounds; ++round) {
-    law.freed(law.step());
-    back += law.step();
-    law.refaulted(t += 1s, above, activated(back), kDefault);
+    for (int probe = 0; probe < probes; ++probe) {
+      law.freed(law.step());
+      r.back += law.step();
+    }
+    r.holds += law.refaulted(t += 1s, above, activated(r.back), kDefault).has_value();
+    r.steps.push_back(law.step() / kMiB);
   }
-  return back;
+  return r;
 }
 
 TEST(TrimLaw, StartsAtOnePercentOrTheSmallestStep) {
@@ -192,35 +202,16 @@ TEST(TrimLaw, AFirstContactGivingAllBackIsJudgedOverAQuarterOfTheCache) {
       << "100 MiB of 100 back: the bottom";
 }
 
-// 400 MiB above the floor and a first refault (4 MiB probes), then `rounds` rounds of `probes`
-// probes each whose every byte comes back activated; `back` adds them up. Returns the step after
-// each round, MiB.
-std::vector<std::uint64_t> stepsAfterActivatedRounds(TrimLaw& law, TimePoint& t, std::uint64_t& back, int rounds,
-                                                     int probes) {
-  law.start(t, 400 * kMiB, kDefault);
-  EXPECT_FALSE(law.refaulted(t += 1s, 400 * kMiB, activated(back), kDefault));
-  EXPECT_EQ(law.step(), 4 * kMiB);
-  std::vector<std::uint64_t> steps;
-  for (int round = 0; round < rounds; ++round) {
-    for (int probe = 0; probe < probes; ++probe) {
-      law.freed(law.step());
-      back += law.step();
-    }
-    EXPECT_FALSE(law.refaulted(t += 1s, 400 * kMiB, activated(back), kDefault)) << round;
-    steps.push_back(law.step() / kMiB);
-  }
-  return steps;
-}
-
 // A hot set behind cold cache in the kernel's order (6.12, the cold cache read through a mapping
 // after it): each round of probes comes back whole, each page activated and kept from then on.
 // The rounds double, so the hot set is read back once in a few rounds and the cold cache goes.
 TEST(TrimLaw, ARoundThatCameBackActivatedDoublesTheStep) {
   TrimLaw law;
   TimePoint t{};
-  std::uint64_t back = 0;
-  EXPECT_EQ(stepsAfterActivatedRounds(law, t, back, 4, 1), (std::vector<std::uint64_t>{8, 16, 32, 64}))
-      << "up to the reclaim chunk";
+  const Rounds r = roundsBackActivated(law, t, 400 * kMiB, 4);
+  EXPECT_EQ(r.holds, 0u);
+  EXPECT_EQ(r.steps, (std::vector<std::uint64_t>{8, 16, 32, 64})) << "from 4 MiB, up to the reclaim chunk";
+  std::uint64_t back = r.back;
   law.freed(64 * kMiB);
   back += 40 * kMiB;
   law.refaulted(t += 1s, 400 * kMiB, activated(back), kDefault);
@@ -238,9 +229,9 @@ TEST(TrimLaw, ARoundThatCameBackActivatedDoublesTheStep) {
 TEST(TrimLaw, TheNextProbeTakesWhatAWholeRoundThatCameBackActivatedTook) {
   TrimLaw law;
   TimePoint t{};
-  std::uint64_t back = 0;
-  EXPECT_EQ(stepsAfterActivatedRounds(law, t, back, 3, 3), (std::vector<std::uint64_t>{12, 36, 64}))
-      << "each the whole round, up to the reclaim chunk";
+  const Rounds r = roundsBackActivated(law, t, 400 * kMiB, 3, 3);
+  EXPECT_EQ(r.holds, 0u);
+  EXPECT_EQ(r.steps, (std::vector<std::uint64_t>{12, 36, 64})) << "from 4 MiB, each the whole round, up to the chunk";
 }
 
 // A round that came back half, after no doubling: a refault as any other.
@@ -304,7 +295,7 @@ TEST(TrimLaw, WhileRoundsDoubleTheFirstHoldIsJudgedOverHalfOfTheCache) {
 TEST(TrimLaw, LateRefaultsWithNothingFreedSinceAreNoRoundOfTheirOwn) {
   TrimLaw law;
   TimePoint t{};
-  std::uint64_t back = roundsBackActivated(law, t, 400 * kMiB, 2);  // 4 and 8 MiB
+  std::uint64_t back = roundsBackActivated(law, t, 400 * kMiB, 2).back;  // 4 and 8 MiB
   ASSERT_EQ(law.step(), 16 * kMiB);
   back += 30 * kMiB;
   EXPECT_FALSE(law.refaulted(t += 1s, 400 * kMiB, ReadBack{back, back - 30 * kMiB}, kDefault));
@@ -319,7 +310,7 @@ TEST(TrimLaw, LateRefaultsWithNothingFreedSinceAreNoRoundOfTheirOwn) {
 TEST(TrimLaw, TheRoundThatEndsTheDoublingIsJudgedOverHalfOfTheCacheToo) {
   TrimLaw law;
   TimePoint t{};
-  const std::uint64_t back = roundsBackActivated(law, t, 400 * kMiB, 4);  // 4, 8, 16 and 32 MiB
+  const std::uint64_t back = roundsBackActivated(law, t, 400 * kMiB, 4).back;  // 4, 8, 16 and 32 MiB
   ASSERT_EQ(law.step(), 64 * kMiB);
   law.freed(64 * kMiB);
   EXPECT_FALSE(law.refaulted(t += 1s, 400 * kMiB, ReadBack{back + 56 * kMiB, back + 20 * kMiB}, kDefault))
