@@ -60,7 +60,7 @@ std::optional<double> heavy(const IdleVerdict* v, double threshold) {
 
 const char* refaultedWhy(TrimLaw::StepAnswer answer) {
   switch (answer) {
-    case TrimLaw::StepAnswer::Doubled:
+    case TrimLaw::StepAnswer::Grown:
       return "what the last probes freed came back and the kernel activated it (it keeps it now): the next "
              "probe takes as much as the whole round did";
     case TrimLaw::StepAnswer::Kept:
@@ -260,7 +260,7 @@ void Engine::fillTrim(TargetStatus& ts, const TargetState& t, TimePoint now, dou
     ts.trimWhy = "probes take only what lies above " + formatBytes(keep) +
                  ", where the work's reads showed its cache, until " + when(law.bottomUntil()) +
                  "; then they test below it again";
-  else if ((law.lastAnswer() == TrimLaw::StepAnswer::Doubled || law.lastAnswer() == TrimLaw::StepAnswer::Kept) &&
+  else if ((law.lastAnswer() == TrimLaw::StepAnswer::Grown || law.lastAnswer() == TrimLaw::StepAnswer::Kept) &&
            since < t.gov.idle.grace / 2)
     ts.trimWhy = "what came back of the last probes the kernel activated (it keeps it now): the probes stay large "
                  "to get past it";

@@ -46,7 +46,7 @@ void TrimLaw::probed(TimePoint now, std::uint64_t above, const TrimLawSettings& 
   probing_ = above > 0;
   if (now - cleanSince_ < s.grace / 2) return;
   holds_ = 0;
-  doubledInRow_ = false;
+  grewInRow_ = false;
   // Saturating: a step near 2^63 stays where it is rather than wrapping.
   const std::uint64_t doubled = step_ > UINT64_MAX / 2 ? step_ : 2 * step_;
   step_ = std::max(step_, std::min(doubled, cap(above, s)));
@@ -64,20 +64,20 @@ void TrimLaw::rebase(std::uint64_t refaultedBytes) {
 
 std::uint64_t TrimLaw::evidence(const TrimLawSettings& s) const {
   const std::uint64_t steps = smallest(s, 4);
-  // Rounds that doubled met a kernel keeping what comes back: the contact may take more of the
+  // Rounds that grew met a kernel keeping what comes back: the contact may take more of the
   // cache before it ends, and a hold at its end keeps the cold cache behind it.
-  return holds_ > 0 ? steps : std::max(steps, doubledInRow_ ? above_ / 2 : above_ / 4);
+  return holds_ > 0 ? steps : std::max(steps, grewInRow_ ? above_ / 2 : above_ / 4);
 }
 
 // A round that freed half of what lay above the floor when it began (and sixteen smallest steps),
 // of which under an eighth came back: the probes ran through cold cache, and what they met at
 // its end is the work's. (A first contact on 7.2 passes 70 MiB of 333 in one round with a
-// megabyte back: not the end of the cold cache.) Not after rounds that doubled in this row: the
+// megabyte back: not the end of the cold cache.) Not after rounds that grew in this row: the
 // kernel was giving up a hot set spread through its cold cache, and a few of its pages met on
 // the way are the contact's last, not the bottom (6.12, a hot set read back 54 MiB a round, then
 // 215 MiB freed with 15 back: held, and 173 MiB of cold cache waited out the hold).
 bool TrimLaw::ranThroughCold(const Round& round, const TrimLawSettings& s) const {
-  return !doubledInRow_ && round.freed >= std::max(smallest(s, 16), roundAbove_ / 2) && round.came > 0 &&
+  return !grewInRow_ && round.freed >= std::max(smallest(s, 16), roundAbove_ / 2) && round.came > 0 &&
          round.came < round.freed / 8;
 }
 
@@ -111,14 +111,14 @@ void TrimLaw::answer(const Round& round, const TrimLawSettings& s) {
     // As large as the whole round: fewer rounds end the contact before the kernel has marked
     // what came back first as its workingset (TrimLaw.h).
     step_ = std::max(s.minStep, std::min(std::max(doubled, round.freed), cap(above_, s)));
-    lastAnswer_ = StepAnswer::Doubled;
-  } else if (holds_ == 0 && activated && lastAnswer_ == StepAnswer::Doubled) {
+    lastAnswer_ = StepAnswer::Grown;
+  } else if (holds_ == 0 && activated && lastAnswer_ == StepAnswer::Grown) {
     lastAnswer_ = StepAnswer::Kept;  // the contact ended within this round: the rest of it was cold
   } else {
     step_ = s.minStep;
     lastAnswer_ = StepAnswer::Smallest;
   }
-  doubledInRow_ = doubledInRow_ || lastAnswer_ == StepAnswer::Doubled;
+  grewInRow_ = grewInRow_ || lastAnswer_ == StepAnswer::Grown;
   lastRound_ = round;
 }
 

@@ -51,7 +51,7 @@
 //   read). A hot set first read while the cold cache was, between older and newer cold cache,
 //   could hold the newer cold cache behind it until the bottom is tested again; measured, the
 //   hot set's later reads keep it ahead of the newer cold cache (6.1, 6.12, 7.2). Not once
-//   rounds doubled in the row: the kernel was giving up a hot set that lies among its cold
+//   rounds grew in the row: the kernel was giving up a hot set that lies among its cold
 //   cache, and pages of it met at the end of a long round are the contact's last, not the
 //   bottom (6.12 with the cold cache read through a mapping: a round of 54 MiB read back, then
 //   215 MiB freed with 15 back, held, and 173 MiB of cold cache waited out the hold).
@@ -63,9 +63,9 @@
 //   until the kernel keeps it (68-100 MiB of a 100 MiB hot set on 6.12, 20-42 MiB on 7.2);
 //   then the cold cache behind it goes. Judged over 16 MiB, that contact held probing for 2
 //   and then 4 minutes, and the cold cache was still there 10 minutes after the work (6.12).
-//   Once rounds doubled in a row its first hold is judged over half: over a quarter, a 100 MiB
+//   Once rounds grew in a row its first hold is judged over half: over a quarter, a 100 MiB
 //   contact with 374 MiB above held at its very end (its last refaults came in after the
-//   rounds had stopped doubling), and the cold cache behind it waited a grace (6.12).
+//   rounds had stopped growing), and the cold cache behind it waited a grace (6.12).
 //   At the bottom, the wider first judgement costs that quarter (or half) read back once.
 // - A hold marks the bottom: for kMaxHold after it, probes take only what lies above the level
 //   it held at and what came back from disk since (cache read since for the first time), not the
@@ -129,7 +129,7 @@ class TrimLaw {
                                                     const TrimLawSettings& s);
 
   // What the last refault did to the step, and the round of probes it ended.
-  enum class StepAnswer { Smallest, Doubled, Kept, Trickle };
+  enum class StepAnswer { Smallest, Grown, Kept, Trickle };
   struct Round {
     std::uint64_t came = 0;       // bytes read back since the refault before
     std::uint64_t activated = 0;  // of those, activated
@@ -171,7 +171,7 @@ class TrimLaw {
   std::uint64_t roundFreed_ = 0;              // by probes since then
   std::uint64_t roundAbove_ = 0;              // over the floor when this round began
   std::uint64_t startAbove_ = 0;              // over the floor when probing began
-  bool doubledInRow_ = false;                 // a refault doubled the step since the row began
+  bool grewInRow_ = false;                    // a refault grew the step to its round since the row began
   StepAnswer lastAnswer_ = StepAnswer::Smallest;
   Round lastRound_;
   unsigned holds_ = 0;  // in a row, without a clean stretch between them

@@ -470,27 +470,27 @@ TEST(TrimLaw, ARefaultAfterARunThroughColdCacheHoldsAtOnce) {
   EXPECT_FALSE(afterARun(300 * kMiB, 0)) << "nothing came back";
 }
 
-// Rounds that came back activated doubled: the kernel is giving up a hot set that lies among the
+// Rounds that came back activated grew: the kernel is giving up a hot set that lies among the
 // cold cache, and a few of its pages met at the end of a long round are no bottom. Where the
 // rounds stayed at the smallest step, the same run holds.
-TEST(TrimLaw, ARunThroughColdCacheAfterRoundsThatDoubledIsNoBottom) {
-  for (const bool doubled : {true, false}) {
+TEST(TrimLaw, ARunThroughColdCacheAfterRoundsThatGrewIsNoBottom) {
+  for (const bool grew : {true, false}) {
     TrimLaw law;
     TimePoint t{};
     law.start(t, 400 * kMiB, kDefault);
     law.refaulted(t += 1s, 400 * kMiB, ReadBack{}, kDefault);
-    const auto readBack = [&](std::uint64_t bytes) { return doubled ? activated(bytes) : notActivated(bytes); };
+    const auto readBack = [&](std::uint64_t bytes) { return grew ? activated(bytes) : notActivated(bytes); };
     std::uint64_t back = 0;
     for (const std::uint64_t round : {4 * kMiB, 8 * kMiB}) {
       law.freed(round);
       back += round;
       law.refaulted(t += 1s, 400 * kMiB, readBack(back), kDefault);
     }
-    ASSERT_EQ(law.step(), doubled ? 16 * kMiB : 4 * kMiB);
+    ASSERT_EQ(law.step(), grew ? 16 * kMiB : 4 * kMiB);
     law.freed(220 * kMiB);
     const bool held = law.refaulted(t += 1s, 180 * kMiB, readBack(back + 15 * kMiB), kDefault).has_value();
-    EXPECT_EQ(held, !doubled) << (doubled ? "rounds doubled" : "rounds at the smallest step");
-    EXPECT_EQ(law.step(), doubled ? 16 * kMiB : 4 * kMiB) << "after rounds that doubled the step is kept";
+    EXPECT_EQ(held, !grew) << (grew ? "rounds grew" : "rounds at the smallest step");
+    EXPECT_EQ(law.step(), grew ? 16 * kMiB : 4 * kMiB) << "after rounds that grew the step is kept";
   }
 }
 
