@@ -73,9 +73,7 @@ std::uint64_t TrimLaw::evidence(const TrimLawSettings& s) const {
 // of which under an eighth came back: the probes ran through cold cache, and what they met at
 // its end is the work's. (A first contact on 7.2 passes 70 MiB of 333 in one round with a
 // megabyte back: not the end of the cold cache.) Not after rounds that grew in this row: the
-// kernel was giving up a hot set spread through its cold cache, and a few of its pages met on
-// the way are the contact's last, not the bottom (6.12, a hot set read back 54 MiB a round, then
-// 215 MiB freed with 15 back: held, and 173 MiB of cold cache waited out the hold).
+// pages met then are the contact's last (TrimLaw.h).
 bool TrimLaw::ranThroughCold(const Round& round, const TrimLawSettings& s) const {
   return !grewInRow_ && round.freed >= std::max(smallest(s, 16), roundAbove_ / 2) && round.came > 0 &&
          round.came < round.freed / 8;

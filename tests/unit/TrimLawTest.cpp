@@ -37,17 +37,18 @@ struct Rounds {
 };
 
 // Probing starts with `above` over the floor; a first refault, then `rounds` rounds of `probes`
-// probes each whose every byte comes back activated, a second apart.
-Rounds roundsBackActivated(TrimLaw& law, TimePoint& t, std::uint64_t above, int rounds, int probes = 1) {
+// probes each whose every byte comes back, a second apart: activated, or (`kept` false) not.
+Rounds roundsBack(TrimLaw& law, TimePoint& t, std::uint64_t above, int rounds, int probes = 1, bool kept = true) {
+  const auto readBack = [kept](std::uint64_t bytes) { return kept ? activated(bytes) : notActivated(bytes); };
   Rounds r;
   law.start(t, above, kDefault);
-  r.holds += law.refaulted(t += 1s, above, activated(r.back), kDefault).has_value();
+  r.holds += law.refaulted(t += 1s, above, readBack(r.back), kDefault).has_value();
   for (int round = 0; round < rounds; ++round) {
     for (int probe = 0; probe < probes; ++probe) {
       law.freed(law.step());
       r.back += law.step();
     }
-    r.holds += law.refaulted(t += 1s, above, activated(r.back), kDefault).has_value();
+    r.holds += law.refaulted(t += 1s, above, readBack(r.back), kDefault).has_value();
     r.steps.push_back(law.step() / kMiB);
   }
   return r;
@@ -208,7 +209,7 @@ TEST(TrimLaw, AFirstContactGivingAllBackIsJudgedOverAQuarterOfTheCache) {
 TEST(TrimLaw, ARoundThatCameBackActivatedDoublesTheStep) {
   TrimLaw law;
   TimePoint t{};
-  const Rounds r = roundsBackActivated(law, t, 400 * kMiB, 4);
+  const Rounds r = roundsBack(law, t, 400 * kMiB, 4);
   EXPECT_EQ(r.holds, 0u);
   EXPECT_EQ(r.steps, (std::vector<std::uint64_t>{8, 16, 32, 64})) << "from 4 MiB, up to the reclaim chunk";
   std::uint64_t back = r.back;
@@ -229,7 +230,7 @@ TEST(TrimLaw, ARoundThatCameBackActivatedDoublesTheStep) {
 TEST(TrimLaw, TheNextProbeTakesWhatAWholeRoundThatCameBackActivatedTook) {
   TrimLaw law;
   TimePoint t{};
-  const Rounds r = roundsBackActivated(law, t, 400 * kMiB, 3, 3);
+  const Rounds r = roundsBack(law, t, 400 * kMiB, 3, 3);
   EXPECT_EQ(r.holds, 0u);
   EXPECT_EQ(r.steps, (std::vector<std::uint64_t>{12, 36, 64})) << "from 4 MiB, each the whole round, up to the chunk";
 }
@@ -295,7 +296,7 @@ TEST(TrimLaw, WhileRoundsDoubleTheFirstHoldIsJudgedOverHalfOfTheCache) {
 TEST(TrimLaw, LateRefaultsWithNothingFreedSinceAreNoRoundOfTheirOwn) {
   TrimLaw law;
   TimePoint t{};
-  std::uint64_t back = roundsBackActivated(law, t, 400 * kMiB, 2).back;  // 4 and 8 MiB
+  std::uint64_t back = roundsBack(law, t, 400 * kMiB, 2).back;  // 4 and 8 MiB
   ASSERT_EQ(law.step(), 16 * kMiB);
   back += 30 * kMiB;
   EXPECT_FALSE(law.refaulted(t += 1s, 400 * kMiB, ReadBack{back, back - 30 * kMiB}, kDefault));
@@ -310,7 +311,7 @@ TEST(TrimLaw, LateRefaultsWithNothingFreedSinceAreNoRoundOfTheirOwn) {
 TEST(TrimLaw, TheRoundThatEndsTheDoublingIsJudgedOverHalfOfTheCacheToo) {
   TrimLaw law;
   TimePoint t{};
-  const std::uint64_t back = roundsBackActivated(law, t, 400 * kMiB, 4).back;  // 4, 8, 16 and 32 MiB
+  const std::uint64_t back = roundsBack(law, t, 400 * kMiB, 4).back;  // 4, 8, 16 and 32 MiB
   ASSERT_EQ(law.step(), 64 * kMiB);
   law.freed(64 * kMiB);
   EXPECT_FALSE(law.refaulted(t += 1s, 400 * kMiB, ReadBack{back + 56 * kMiB, back + 20 * kMiB}, kDefault))
@@ -324,7 +325,7 @@ TEST(TrimLaw, TheRoundThatEndsTheDoublingIsJudgedOverHalfOfTheCacheToo) {
 TEST(TrimLaw, ARoundsDoublingStopsAtAQuarterOfWhatLiesAbove) {
   TrimLaw law;
   TimePoint t{};
-  roundsBackActivated(law, t, 40 * kMiB, 3);
+  roundsBack(law, t, 40 * kMiB, 3);
   EXPECT_EQ(law.step(), 10 * kMiB);
 }
 
@@ -477,18 +478,11 @@ TEST(TrimLaw, ARunThroughColdCacheAfterRoundsThatGrewIsNoBottom) {
   for (const bool grew : {true, false}) {
     TrimLaw law;
     TimePoint t{};
-    law.start(t, 400 * kMiB, kDefault);
-    law.refaulted(t += 1s, 400 * kMiB, ReadBack{}, kDefault);
-    const auto readBack = [&](std::uint64_t bytes) { return grew ? activated(bytes) : notActivated(bytes); };
-    std::uint64_t back = 0;
-    for (const std::uint64_t round : {4 * kMiB, 8 * kMiB}) {
-      law.freed(round);
-      back += round;
-      law.refaulted(t += 1s, 400 * kMiB, readBack(back), kDefault);
-    }
+    const std::uint64_t back = roundsBack(law, t, 400 * kMiB, 2, 1, grew).back;
     ASSERT_EQ(law.step(), grew ? 16 * kMiB : 4 * kMiB);
     law.freed(220 * kMiB);
-    const bool held = law.refaulted(t += 1s, 180 * kMiB, readBack(back + 15 * kMiB), kDefault).has_value();
+    const ReadBack total = grew ? activated(back + 15 * kMiB) : notActivated(back + 15 * kMiB);
+    const bool held = law.refaulted(t += 1s, 180 * kMiB, total, kDefault).has_value();
     EXPECT_EQ(held, !grew) << (grew ? "rounds grew" : "rounds at the smallest step");
     EXPECT_EQ(law.step(), grew ? 16 * kMiB : 4 * kMiB) << "after rounds that grew the step is kept";
   }
