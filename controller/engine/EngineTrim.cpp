@@ -64,7 +64,8 @@ const char* refaultedWhy(TrimLaw::StepAnswer answer) {
       return "what the last probes freed came back and the kernel activated it (it keeps it now): the next "
              "probe takes as much as the whole round did";
     case TrimLaw::StepAnswer::Kept:
-      return "the kernel activated what came back and the rest of the round was cold: the next probe keeps its size";
+      return "after rounds that grew, only part of the last round came back: the contact ended within it and the "
+             "rest was cold; the next probe keeps its size";
     case TrimLaw::StepAnswer::Trickle:
       return "under an eighth of what the last probes freed came back: they take cold cache and met the edge of the "
              "work's; the step and the clean stretch go on";
@@ -260,10 +261,12 @@ void Engine::fillTrim(TargetStatus& ts, const TargetState& t, TimePoint now, dou
     ts.trimWhy = "probes take only what lies above " + formatBytes(keep) +
                  ", where the work's reads showed its cache, until " + when(law.bottomUntil()) +
                  "; then they test below it again";
-  else if ((law.lastAnswer() == TrimLaw::StepAnswer::Grown || law.lastAnswer() == TrimLaw::StepAnswer::Kept) &&
-           since < t.gov.idle.grace / 2)
+  else if (law.lastAnswer() == TrimLaw::StepAnswer::Grown && since < t.gov.idle.grace / 2)
     ts.trimWhy = "what came back of the last probes the kernel activated (it keeps it now): the probes stay large "
                  "to get past it";
+  else if (law.lastAnswer() == TrimLaw::StepAnswer::Kept && since < t.gov.idle.grace / 2)
+    ts.trimWhy = "the probes met the end of the work's cache within their last round and the rest was cold: they "
+                 "keep their size";
   else if (law.lastAnswer() == TrimLaw::StepAnswer::Trickle && since < t.gov.idle.grace / 2)
     ts.trimWhy = "the last refault brought back under an eighth of what the probes freed: they take cold cache; the "
                  "step doubles once half a grace passes without more (" +

@@ -110,7 +110,7 @@ void TrimLaw::answer(const Round& round, const TrimLawSettings& s) {
     // what came back first as its workingset (TrimLaw.h).
     step_ = std::max(s.minStep, std::min(std::max(doubled, round.freed), cap(above_, s)));
     lastAnswer_ = StepAnswer::Grown;
-  } else if (holds_ == 0 && activated && lastAnswer_ == StepAnswer::Grown) {
+  } else if (holds_ == 0 && !cameBack && lastAnswer_ == StepAnswer::Grown) {
     lastAnswer_ = StepAnswer::Kept;  // the contact ended within this round: the rest of it was cold
   } else {
     step_ = s.minStep;

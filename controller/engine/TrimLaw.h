@@ -27,11 +27,15 @@
 //   counts as a stall (24-66 ms, in 7 boots of 10). Grown to the round (6, 18, 54) none was
 //   restored in 10 of 10, the stall 0-1.6 ms. Where refaults are not activations (7.2 counts a
 //   read() refault as a restore), rounds that doubled met a kernel that had not learned and read
-//   the hot set back twice as fast: the smallest step there. After a doubling, a round that came
-//   back only in part, activated, keeps the step (the contact ended within it; the rest was
-//   cold). After a hold the first contact is over, and what comes back is the bottom's: the
-//   smallest step too. Refaults with nothing freed since the last are that round's late ones
-//   (the probes come every few seconds, the work re-reads every tens): no round of their own.
+//   the hot set back twice as fast: the smallest step there. After a round that grew, a round
+//   that came back only in part keeps the step, activated or not (the contact ended within it;
+//   the rest was cold): on 6.12 with the cold cache read through a mapping such a round's
+//   refaults were in most boots not activated (0-0.2 of 8-41 MiB), and back at the smallest step
+//   the cold cache behind the contact waited a clean minute more (at the bound after 3.8 min
+//   against 2.5, ten boots each). After a hold the first contact is over, and what comes back is
+//   the bottom's: the smallest step too. Refaults with nothing freed since the last are that
+//   round's late ones (the probes come every few seconds, the work re-reads every tens): no round
+//   of their own.
 // - Except a trickle: a round of smallest probes (four or more) of which under an eighth came
 //   back leaves the step and the clean stretch as they were. The probes are taking cold cache
 //   and met the edge of the work's (late pages of a read, a few of a hot set); starting the

@@ -319,6 +319,21 @@ TEST_F(EngineTrimTest, StatusSaysTheProbesStayLargeWhileTheKernelKeepsWhatCameBa
   EXPECT_NE(why.find("the kernel activated (it keeps it now): the probes stay large"), std::string::npos) << why;
 }
 
+// The round where that contact ends comes back only in part: the rest of it was cold, and the
+// probes keep their size; the event and the status say so.
+TEST_F(EngineTrimTest, AContactThatEndsWithinARoundKeepsTheProbesSize) {
+  hotSetGivenUpFirst(true);
+  const auto kept = [&] {
+    for (const auto& e : named("trim_refaulted"))
+      if (e.field("reason").value_or("").find("the next probe keeps its size") != std::string::npos) return true;
+    return false;
+  };
+  ASSERT_TRUE(runUntil(kept, 5min));
+  const std::string why = status().targets.at(0).trimWhy;
+  EXPECT_NE(why.find("within their last round and the rest was cold: they keep their size"), std::string::npos)
+      << why;
+}
+
 // The same contact on a kernel that counts those refaults as restores, not activations (7.2):
 // nothing says the kernel keeps what came back, so the probes stay at the smallest step.
 TEST_F(EngineTrimTest, AHotSetGivenUpFirstUnactivatedIsPassedInTheSmallestSteps) {

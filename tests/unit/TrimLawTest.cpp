@@ -223,6 +223,24 @@ TEST(TrimLaw, ARoundThatCameBackActivatedDoublesTheStep) {
   EXPECT_EQ(law.step(), 4 * kMiB) << "a refault after the contact: the smallest step again";
 }
 
+// After rounds that grew, the round where the contact ended comes back only in part, whether the
+// kernel activated those refaults or not (6.12 with the cold cache read through a mapping: in most
+// boots none of them): the rest of the round was cold, and the step stays.
+TEST(TrimLaw, AfterRoundsThatGrewAPartRoundKeepsTheStepActivatedOrNot) {
+  for (const bool activatedBack : {true, false}) {
+    TrimLaw law;
+    TimePoint t{};
+    std::uint64_t back = roundsBack(law, t, 400 * kMiB, 2).back;  // 4 and 8 MiB: the step is 16
+    ASSERT_EQ(law.step(), 16 * kMiB);
+    law.freed(16 * kMiB);
+    back += 6 * kMiB;
+    const ReadBack total{back, activatedBack ? back : back - 6 * kMiB};
+    EXPECT_FALSE(law.refaulted(t += 1s, 400 * kMiB, total, kDefault));
+    EXPECT_EQ(law.lastAnswer(), TrimLaw::StepAnswer::Kept) << activatedBack;
+    EXPECT_EQ(law.step(), 16 * kMiB) << "6 of 16 MiB back, activated: " << activatedBack;
+  }
+}
+
 // Rounds of three probes (the probes come every few seconds, the hot set's reads every tens),
 // each whose every byte came back activated: the next probe takes what the whole round took, so
 // the contact ends before the kernel marks what came back first as its workingset (6.12: three
