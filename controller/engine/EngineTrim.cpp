@@ -246,6 +246,8 @@ void Engine::fillTrim(TargetStatus& ts, const TargetState& t, TimePoint now, dou
   ts.trimColdBytes = reclaimable > level ? reclaimable - level : 0;
   ts.trimProbeBytes = law.size(reclaimable > keep ? reclaimable - keep : 0, trimLaw(t));
   const auto since = duration_cast<seconds>(now - law.cleanSince());
+  // The last refault's answer explains the probes' size until half a grace passes without another.
+  const bool recent = since < t.gov.idle.grace / 2;
   if (held) {
     ts.trim = "held";
     ts.trimHeldUntil = unixNow + duration<double>(law.heldUntil() - now).count();
@@ -261,17 +263,17 @@ void Engine::fillTrim(TargetStatus& ts, const TargetState& t, TimePoint now, dou
     ts.trimWhy = "probes take only what lies above " + formatBytes(keep) +
                  ", where the work's reads showed its cache, until " + when(law.bottomUntil()) +
                  "; then they test below it again";
-  else if (law.lastAnswer() == TrimLaw::StepAnswer::Grown && since < t.gov.idle.grace / 2)
+  else if (recent && law.lastAnswer() == TrimLaw::StepAnswer::Grown)
     ts.trimWhy = "what came back of the last probes the kernel activated (it keeps it now): the probes stay large "
                  "to get past it";
-  else if (law.lastAnswer() == TrimLaw::StepAnswer::Kept && since < t.gov.idle.grace / 2)
+  else if (recent && law.lastAnswer() == TrimLaw::StepAnswer::Kept)
     ts.trimWhy = "the probes met the end of the work's cache within their last round and the rest was cold: they "
                  "keep their size";
-  else if (law.lastAnswer() == TrimLaw::StepAnswer::Trickle && since < t.gov.idle.grace / 2)
+  else if (recent && law.lastAnswer() == TrimLaw::StepAnswer::Trickle)
     ts.trimWhy = "the last refault brought back under an eighth of what the probes freed: they take cold cache; the "
                  "step doubles once half a grace passes without more (" +
                  std::to_string(since.count()) + " s so far)";
-  else if (since >= t.gov.idle.grace / 2)
+  else if (!recent)
     ts.trimWhy = "no refault for " + std::to_string(since.count()) + " s: the step doubles each probe";
   else
     ts.trimWhy =
