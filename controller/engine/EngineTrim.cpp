@@ -267,12 +267,14 @@ void Engine::fillTrim(TargetStatus& ts, const TargetState& t, TimePoint now, dou
     ts.trimWhy = "what came back of the last probes the kernel activated (it keeps it now): the probes stay large "
                  "to get past it";
   else if (recent && law.lastAnswer() == TrimLaw::StepAnswer::Kept)
-    ts.trimWhy = "the probes met the end of the work's cache within their last round and the rest was cold: they "
-                 "keep their size";
+    ts.trimWhy =
+        "the probes met the end of the work's cache within their last round and the rest was cold: they "
+        "keep their size";
   else if (recent && law.lastAnswer() == TrimLaw::StepAnswer::Trickle)
-    ts.trimWhy = "the last refault brought back under an eighth of what the probes freed: they take cold cache; the "
-                 "step doubles once half a grace passes without more (" +
-                 std::to_string(since.count()) + " s so far)";
+    ts.trimWhy =
+        "the last refault brought back under an eighth of what the probes freed: they take cold cache; the "
+        "step doubles once half a grace passes without more (" +
+        std::to_string(since.count()) + " s so far)";
   else if (!recent)
     ts.trimWhy = "no refault for " + std::to_string(since.count()) + " s: the step doubles each probe";
   else

@@ -330,8 +330,7 @@ TEST_F(EngineTrimTest, AContactThatEndsWithinARoundKeepsTheProbesSize) {
   };
   ASSERT_TRUE(runUntil(kept, 5min));
   const std::string why = status().targets.at(0).trimWhy;
-  EXPECT_NE(why.find("within their last round and the rest was cold: they keep their size"), std::string::npos)
-      << why;
+  EXPECT_NE(why.find("within their last round and the rest was cold: they keep their size"), std::string::npos) << why;
 }
 
 // The same contact on a kernel that counts those refaults as restores, not activations (7.2):

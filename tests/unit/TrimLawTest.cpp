@@ -38,11 +38,8 @@ struct Rounds {
 
 // Probing starts with `above` over the floor; a first refault, then `rounds` rounds of `probes`
 // probes each whose every byte comes back, a second apart: activated, or (`activates` false) not.
-Rounds roundsBack(TrimLaw& law, TimePoint& t, std::uint64_t above, int rounds, int probes = 1,
-                  bool activates = true) {
-  const auto readBack = [activates](std::uint64_t bytes) {
-    return activates ? activated(bytes) : notActivated(bytes);
-  };
+Rounds roundsBack(TrimLaw& law, TimePoint& t, std::uint64_t above, int rounds, int probes = 1, bool activates = true) {
+  const auto readBack = [activates](std::uint64_t bytes) { return activates ? activated(bytes) : notActivated(bytes); };
   Rounds r;
   law.start(t, above, kDefault);
   r.holds += law.refaulted(t += 1s, above, readBack(r.back), kDefault).has_value();
