@@ -246,8 +246,8 @@ void Engine::fillTrim(TargetStatus& ts, const TargetState& t, TimePoint now, dou
   ts.trimColdBytes = reclaimable > level ? reclaimable - level : 0;
   ts.trimProbeBytes = law.size(reclaimable > keep ? reclaimable - keep : 0, trimLaw(t));
   const auto since = duration_cast<seconds>(now - law.cleanSince());
-  // The last refault's answer explains the probes' size until half a grace passes without another.
-  const bool recent = since < t.gov.idle.grace / 2;
+  // The last refault's answer explains the probes' size until a clean stretch passes without another.
+  const bool recent = since < cleanStretch(trimLaw(t));
   if (held) {
     ts.trim = "held";
     ts.trimHeldUntil = unixNow + duration<double>(law.heldUntil() - now).count();

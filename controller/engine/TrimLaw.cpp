@@ -44,7 +44,7 @@ void TrimLaw::probed(TimePoint now, std::uint64_t above, const TrimLawSettings& 
   // nor does a pause, and the first probe after either starts the stretch again.
   if (above == 0 || !probing_) cleanSince_ = now;
   probing_ = above > 0;
-  if (now - cleanSince_ < s.grace / 2) return;
+  if (now - cleanSince_ < cleanStretch(s)) return;
   holds_ = 0;
   grewInRow_ = false;
   // Saturating: a step near 2^63 stays where it is rather than wrapping.

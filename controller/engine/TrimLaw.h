@@ -113,6 +113,11 @@ struct ReadBack {
 // The longest hold: refaults recurring after every hold make it double up to this.
 inline constexpr std::chrono::minutes kMaxHold{30};
 
+// How long probes go without a refault before the step doubles: half the grace (TrimLaw.h).
+inline std::chrono::nanoseconds cleanStretch(const TrimLawSettings& s) {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(s.grace) / 2;
+}
+
 class TrimLaw {
  public:
   // Probing starts (or starts again after a hold) with `above` bytes over the floor.
