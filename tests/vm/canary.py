@@ -22,6 +22,7 @@ import datetime
 import hashlib
 import os
 import subprocess
+import threading
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SOURCE = os.path.join(HERE, "guest", "canary.c")
@@ -35,7 +36,8 @@ def binary(cache_dir):
     out = os.path.join(cache_dir, "canary", f"canary-{digest}")
     if not os.path.exists(out):
         os.makedirs(os.path.dirname(out), exist_ok=True)
-        tmp = f"{out}.{os.getpid()}.tmp"
+        # The benchmarks boot in threads of one process: the thread in the name too.
+        tmp = f"{out}.{os.getpid()}.{threading.get_ident()}.tmp"
         cc = os.environ.get("CC_FOR_GUEST", "cc")
         r = subprocess.run([cc, "-static", "-O2", "-s", "-Wall", "-Wextra", "-Werror", "-o", tmp, SOURCE],
                            capture_output=True, text=True)
