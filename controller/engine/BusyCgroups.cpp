@@ -88,16 +88,16 @@ std::vector<BusyCgroup> BusyCgroups::top(std::size_t n, TimePoint now) const {
   return {};
 }
 
-std::vector<QuietCgroup> BusyCgroups::quiet(double thresholdPercent,
-                                            const std::function<bool(std::string_view)>& pick) const {
+std::vector<QuietCgroup> BusyCgroups::quiet(double thresholdPercent, const std::function<bool(std::string_view)>& pick,
+                                            nanoseconds over) const {
   if (!newest_) return {};
-  // The scans from the newest one at least a window old up to the newest: a cgroup is quiet
-  // when it was quiet over the whole span AND between every two of them, so that light work
-  // in part of the window is not averaged away (the grace is sustained quiet).
+  // The scans from the newest one at least `over` old up to the newest: a cgroup is quiet when
+  // it was quiet over that whole span AND between every two of them, so that light work in part
+  // of it is not averaged away (the grace is sustained quiet).
   std::vector<const Snapshot*> chain;
   for (const Snapshot& s : anchors_) {
-    if (newest_->at - s.at >= window_) chain.clear();
-    if (newest_->at - s.at >= window_ || !chain.empty()) chain.push_back(&s);
+    if (newest_->at - s.at >= over) chain.clear();
+    if (newest_->at - s.at >= over || !chain.empty()) chain.push_back(&s);
   }
   if (chain.empty()) return {};
   chain.push_back(&*newest_);
@@ -132,8 +132,8 @@ std::vector<QuietCgroup> BusyCgroups::quiet(double thresholdPercent,
   std::vector<QuietCgroup> out;
   for (const CgroupCpu& c : newest_->scan.cgroups) {
     if (!pick(c.path)) continue;
-    // Not there a window ago (or another cgroup under its name, or a counter that went back):
-    // it has not been quiet for a whole window, as far as anyone can tell.
+    // Not there a span ago (or another cgroup under its name, or a counter that went back):
+    // it has not been quiet for a whole span, as far as anyone can tell.
     const auto percent = percentSince(0, c);
     if (!percent || *percent > thresholdPercent) continue;
     if (quietThroughout(c))

@@ -246,6 +246,13 @@ class Engine {
   void pruneUnits();
   void carryUnits(std::vector<TargetState>& next);
 
+  // EngineAim.cpp: probes written to a quiet cgroup inside a busy target.
+  std::vector<UnitPick> aimCandidates() const;
+  void chooseAims(TimePoint now, const Readings& readings);
+  void measureAim(TargetState& t, TimePoint now, const Readings& readings);
+  void unaim(TargetState& t, TimePoint now, const std::string& why, bool drained);
+  bool unitAt(std::string_view path) const;  // a unit target has that path
+
   // EngineTrim.cpp: probing busy targets' cold cache.
   void judgeTrim(TargetState& t, TimePoint now);
   bool trimDue(const TargetState& t, TimePoint now) const;
@@ -257,6 +264,8 @@ class Engine {
   TrimLawSettings trimLaw(const TargetState& t) const;
   void fillTrim(TargetStatus& ts, const TargetState& t, TimePoint now, double unixNow,
                 const std::function<std::string(TimePoint)>& when) const;
+  std::string trimmingWhy(const TargetState& t, std::uint64_t keep, const std::function<std::string(TimePoint)>& when,
+                          std::chrono::seconds since, bool recent) const;
 
   // EngineStatus.cpp: one target's part of the status.
   TargetStatus targetStatus(const TargetState& t, TimePoint now, double unixNow,

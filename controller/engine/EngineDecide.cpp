@@ -112,7 +112,8 @@ bool Engine::nextChunk(const Input& input, Output& out) {
         [&] { return input.stop || (k.pressed = pressureStops(share.target, input.now, input.readings)); });
     if (ask) {
       const TargetState& t = *target(share.target);
-      out.command = ReclaimChunk{t.path, t.inode, *ask, mode_.format};
+      const CgroupKey at = share.aim.value_or(CgroupKey{t.path, t.inode});
+      out.command = ReclaimChunk{at.path, at.inode, *ask, mode_.format};
       out.read = chunkReads(t);
       return true;
     }

@@ -14,12 +14,21 @@ using namespace std::chrono;
 Reads Engine::gradualCgroups() {
   Tick& k = *turn_.tick;
   k.unitPicks.clear();
-  if (idle_.busy.newestAt() && idle_.busy.newestAt() != targets_.unitsJudgedAt) k.unitPicks = judgeUnits();
+  k.aimPicks.clear();
+  k.rescanned = idle_.busy.newestAt() && idle_.busy.newestAt() != targets_.unitsJudgedAt;
+  if (k.rescanned) {
+    k.unitPicks = judgeUnits();
+    k.aimPicks = aimCandidates();
+  }
   Reads r;
   for (const UnitPick& u : k.unitPicks) {
     const CgroupKey key{u.quiet.path, u.quiet.inode};
     r.memory.push_back(key);
     r.cgroupCpu.push_back(key);  // a unit taken now is checked this turn too
+  }
+  for (const UnitPick& u : k.aimPicks) {
+    const CgroupKey key{u.quiet.path, u.quiet.inode};
+    if (std::find(r.memory.begin(), r.memory.end(), key) == r.memory.end()) r.memory.push_back(key);
   }
   for (const TargetState& t : targets_.all) {
     if (!t.gone && (t.unit || t.cpuIdle)) r.cgroupCpu.push_back(CgroupKey{t.path, t.inode});
@@ -34,6 +43,7 @@ Reads Engine::gradualTargets(const Input& input) {
     const CgroupRef ref{u.quiet.path, u.quiet.inode};
     adoptUnit(u, now, readingOr(input.readings.memoryOf(ref), "memory.stat"));
   }
+  if (k.rescanned) chooseAims(now, input.readings);
   sampleCgroupCpu(now, input.readings);
   judgeTargets(now);
   Reads totals;
@@ -75,7 +85,9 @@ Reads Engine::cacheReads(TimePoint now) const {
   Reads cache;
   cache.machineRefaults = rootMeasured(now);
   for (const TargetState& t : targets_.all) {
-    if (!t.isRoot() && measures(t, now)) cache.memory.push_back(CgroupKey{t.path, t.inode});
+    if (!measures(t, now)) continue;
+    if (!t.isRoot()) cache.memory.push_back(CgroupKey{t.path, t.inode});
+    if (t.trim.aim) cache.memory.push_back(CgroupKey{t.trim.aim->path, t.trim.aim->inode});
   }
   return cache;
 }
@@ -173,7 +185,7 @@ std::vector<PlannedShare> Engine::planPass(const proc::Meminfo& mem, TimePoint n
   std::uint64_t used = 0;
   for (const Share& s : shareBudget(std::move(candidates), budget, policies::kMinRequestBytes)) {
     const TargetState& t = targets_.all[static_cast<std::size_t>(s.target)];
-    out.push_back(PlannedShare{t.id, s.bytes, t.measured->reclaimable, false, t.floor()});
+    out.push_back(PlannedShare{t.id, s.bytes, t.measured->reclaimable, false, t.floor(), std::nullopt});
     used += s.bytes;
   }
   planTrims(mem, now, used, out);
@@ -239,8 +251,9 @@ bool Engine::stepEnded(const PlannedShare& share, const StepOutcome& step, bool 
   if (share.trim && e.severity() == Severity::Info) e.setSeverity(Severity::Debug);
   e.add("cgroup", t->label())
       .add("rule", ruleLabel(*t))
-      .add("kind", share.trim ? "trim" : "idle")
-      .mib("asked_mib", share.bytes)
+      .add("kind", share.trim ? "trim" : "idle");
+  if (share.aim) e.add("at", share.aim->path);
+  e.mib("asked_mib", share.bytes)
       .mib("requested_mib", step.requestedBytes)
       .mibSigned("freed_mib", step.freed())
       .add("chunks", step.chunks)
@@ -267,7 +280,11 @@ bool Engine::stepEnded(const PlannedShare& share, const StepOutcome& step, bool 
     case cgroup::ReclaimStatus::Interrupted:
     case cgroup::ReclaimStatus::Partial: break;
     case cgroup::ReclaimStatus::Unsupported: reprobe = true; break;
-    case cgroup::ReclaimStatus::Gone: targetGone(*t); break;
+    case cgroup::ReclaimStatus::Gone:
+      // The cgroup a probe aimed at went: the target is still there.
+      if (share.aim && t->trim.aim) unaim(*t, now, "it went", false);
+      else if (!share.aim) targetGone(*t);
+      break;
     case cgroup::ReclaimStatus::Failed: t->period.stalledAt = step.after; break;
   }
   return reprobe;

@@ -40,6 +40,8 @@ struct PlannedShare {
   std::uint64_t known = 0;  // the target's reclaimable bytes, measured this turn
   bool trim = false;        // a probe of a busy target, not an idle target's step
   std::uint64_t floor = 0;  // where this step stops (a probe's floor may be held higher)
+  // Where a probe is written when not to the target itself: the quiet cgroup it aims at.
+  std::optional<CgroupKey> aim;
 };
 
 struct Plan {
@@ -48,6 +50,11 @@ struct Plan {
   bool compactAfterDrop = false;
   TimePoint wake{};  // the next turn, unless an event comes first
 };
+
+// A unit becomes a target when it holds this much above its floor (and as much more than it
+// held when it was last left at rest): a finished build holds hundreds of MiB, and an idle
+// service's few MiB are not worth a step. Probes aim at a quiet cgroup holding as much.
+inline constexpr std::uint64_t kUnitExcess = 32ULL << 20;
 
 // A quiet cgroup a scan found inside a target the machine's settings govern (EngineUnits.cpp).
 struct UnitPick {
@@ -77,6 +84,8 @@ struct Tick {
   bool trims = false;                // a probe is due this turn
   std::optional<proc::Meminfo> mem;  // the machine's, as the pass measured it
   std::vector<UnitPick> unitPicks;   // quiet cgroups to take as targets, with the Cgroups readings
+  std::vector<UnitPick> aimPicks;    // cgroups quiet since the scan before, for probes to aim at
+  bool rescanned = false;            // a new busy scan came this turn: units and aims judged
   Plan plan;
   bool gradual = false;        // the mode when the turn began (a re-probe may change it)
   bool dropMeasuring = false;  // dropcache: meminfo asked for before the drop

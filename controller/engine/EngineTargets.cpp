@@ -253,6 +253,7 @@ void Engine::measureTargets(TimePoint now, const proc::Meminfo& mem, const Readi
       const proc::Workingset w = pressure_.machineRefaults.value_or(proc::Workingset{});
       t.measured = MemoryReading{mem.reclaimable(), w.refaults, w.activations};
       t.lastReclaimable = mem.reclaimable();
+      measureAim(t, now, readings);
       if (pressure_.machineRefaults) {
         settleTrim(t, now);
         checkRefaults(t, now);
@@ -266,6 +267,7 @@ void Engine::measureTargets(TimePoint now, const proc::Meminfo& mem, const Readi
     }
     t.measured = *m;
     t.lastReclaimable = m->reclaimable;
+    measureAim(t, now, readings);
     settleTrim(t, now);
     checkRefaults(t, now);
   }

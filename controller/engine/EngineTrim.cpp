@@ -83,6 +83,7 @@ void Engine::judgeTrim(TargetState& t, TimePoint now) {
   const IdleVerdict* own = t.usesCgroupCpu() && t.cpuIdle ? &t.cpuVerdict : nullptr;
   const double threshold = t.gov.idle.thresholdPercent;
   if (t.inPeriod || !(busy(sys, threshold) || busy(own, threshold))) {
+    t.trim.aim.reset();  // idle: its steps take the whole
     t.trim.busySince.reset();
     t.trim.working = false;
     t.trim.heavy.reset();
@@ -127,12 +128,17 @@ void Engine::planTrims(const proc::Meminfo& mem, TimePoint now, std::uint64_t us
     const std::uint64_t reclaimable = t.measured->reclaimable;
     const std::uint64_t keep = trimKeep(t, now);
     if (reclaimable <= keep) continue;
-    const std::uint64_t bytes = std::min(t.trim.law.size(reclaimable - keep, trimLaw(t)), room);
+    std::uint64_t bytes = std::min(t.trim.law.size(reclaimable - keep, trimLaw(t)), room);
+    std::optional<CgroupKey> aim;
+    if (const auto& a = t.trim.aim) {
+      bytes = std::min(bytes, a->reclaimable - std::min(a->reclaimable, a->floor));
+      aim = CgroupKey{a->path, a->inode};
+    }
     // Also what the step's first chunk could ask: a kernel that overshoots leaves the last
     // megabytes above the floor unasked, and a probe that asks nothing is not a probe.
     if (bytes < policies::kMinRequestBytes || atFloor(reclaimable, keep)) continue;
     room -= bytes;
-    out.push_back(PlannedShare{t.id, bytes, reclaimable, true, keep});
+    out.push_back(PlannedShare{t.id, bytes, reclaimable, true, keep, std::move(aim)});
   }
 }
 
@@ -257,29 +263,39 @@ void Engine::fillTrim(TargetStatus& ts, const TargetState& t, TimePoint now, dou
     return;
   }
   ts.trim = "probing";
+  ts.trimWhy = trimmingWhy(t, keep, when, since, recent);
+  if (!t.trim.aim) return;
+  ts.trimAim = t.trim.aim->path;
+  ts.trimWhy = "probes go to " + t.trim.aim->path + ", quiet since the last scan, not to the busy cgroups' cache; " +
+               ts.trimWhy;
+}
+
+// Why probes are the size they are.
+std::string Engine::trimmingWhy(const TargetState& t, std::uint64_t keep,
+                                const std::function<std::string(TimePoint)>& when, seconds since, bool recent) const {
+  const TrimLaw& law = t.trim.law;
+  const std::string so = " (" + std::to_string(since.count()) + " s so far)";
   if (t.trim.settling)
-    ts.trimWhy = "refaults are coming in after a probe: the next waits until they are in, to judge the whole round";
-  else if (keep > t.floor())
-    ts.trimWhy = "probes take only what lies above " + formatBytes(keep) +
-                 ", where the work's reads showed its cache, until " + when(law.bottomUntil()) +
-                 "; then they test below it again";
-  else if (recent && law.lastAnswer() == TrimLaw::StepAnswer::Grown)
-    ts.trimWhy = "what came back of the last probes the kernel activated (it keeps it now): the probes stay large "
-                 "to get past it";
-  else if (recent && law.lastAnswer() == TrimLaw::StepAnswer::Kept)
-    ts.trimWhy =
-        "the probes met the end of the work's cache within their last round and the rest was cold: they "
-        "keep their size";
-  else if (recent && law.lastAnswer() == TrimLaw::StepAnswer::Trickle)
-    ts.trimWhy =
-        "the last refault brought back under an eighth of what the probes freed: they take cold cache; the "
-        "step doubles once half a grace passes without more (" +
-        std::to_string(since.count()) + " s so far)";
-  else if (!recent)
-    ts.trimWhy = "no refault for " + std::to_string(since.count()) + " s: the step doubles each probe";
-  else
-    ts.trimWhy =
-        "small probes until half a grace passes without refaults (" + std::to_string(since.count()) + " s so far)";
+    return "refaults are coming in after a probe: the next waits until they are in, to judge the whole round";
+  if (keep > t.floor())
+    return "probes take only what lies above " + formatBytes(keep) +
+           ", where the work's reads showed its cache, until " + when(law.bottomUntil()) +
+           "; then they test below it again";
+  if (!recent) return "no refault for " + std::to_string(since.count()) + " s: the step doubles each probe";
+  switch (law.lastAnswer()) {
+    case TrimLaw::StepAnswer::Grown:
+      return "what came back of the last probes the kernel activated (it keeps it now): the probes stay large to get "
+             "past it";
+    case TrimLaw::StepAnswer::Kept:
+      return "the probes met the end of the work's cache within their last round and the rest was cold: they keep "
+             "their size";
+    case TrimLaw::StepAnswer::Trickle:
+      return "the last refault brought back under an eighth of what the probes freed: they take cold cache; the step "
+             "doubles once half a grace passes without more" +
+             so;
+    case TrimLaw::StepAnswer::Smallest: break;
+  }
+  return "small probes until half a grace passes without refaults" + so;
 }
 
 // What trimming says at info: one summary per target every kTrimSummaryEvery instead of a line

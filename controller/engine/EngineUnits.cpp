@@ -24,46 +24,12 @@
 
 #include "base/Quantities.h"
 #include "controller/engine/Engine.h"
+#include "controller/engine/MachineTargets.h"
 #include "policies/Rules.h"
 
 namespace reclaimd::controller {
 
 using namespace std::chrono;
-
-namespace {
-
-// A unit becomes a target when it holds this much above its floor (and as much more than it
-// held when it was last left at rest): a finished build holds hundreds of MiB, and an idle
-// service's few MiB are not worth a step.
-constexpr std::uint64_t kUnitExcess = 32 * kMiB;
-
-std::string_view parentOf(std::string_view path) {
-  const std::size_t slash = path.rfind('/');
-  return slash == std::string_view::npos ? std::string_view() : path.substr(0, slash);
-}
-
-// The targets units may lie in: those the machine-wide settings govern, in gradual mode, by path
-// (an index into `in`).
-std::unordered_map<std::string_view, int> machineTargets(const std::vector<TargetState>& in) {
-  std::unordered_map<std::string_view, int> byPath;
-  for (std::size_t i = 0; i < in.size(); ++i) {
-    const TargetState& t = in[i];
-    if (!t.unit && !t.gone && t.gov.rule < 0 && t.gov.mode == policies::Mode::Gradual)
-      byPath.emplace(t.path, static_cast<int>(i));
-  }
-  return byPath;
-}
-
-// The one of them that `path` lies strictly below, nearest first; -1 if none.
-int enclosing(std::string_view path, const std::unordered_map<std::string_view, int>& machine) {
-  for (std::string_view p = path; !p.empty();) {
-    p = parentOf(p);
-    if (auto it = machine.find(p); it != machine.end()) return it->second;
-  }
-  return -1;
-}
-
-}  // namespace
 
 // After a new scan: the quiet units, the highest of each subtree, inside a busy machine target.
 std::vector<UnitPick> Engine::quietUnits() const {

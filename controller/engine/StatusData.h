@@ -39,6 +39,7 @@ struct TargetStatus {
   // Trimming, while the target is busy: "probing" or "held" ("" when it is not trimmed now).
   std::string trim{};
   std::uint64_t trimProbeBytes = 0;       // the next probe's size
+  std::string trimAim{};                  // the quiet cgroup probes are written to ("": the target)
   std::uint64_t trimColdBytes = 0;        // what trimming takes for cold (the cold estimate)
   std::optional<double> trimHeldUntil{};  // Unix time the hold ends
   std::string trimHeldUntilText{};        // the same, as status prints times

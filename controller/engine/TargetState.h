@@ -41,6 +41,15 @@ struct TrimState {
     std::uint64_t refaults;   // the counter then, pages
   };
   std::optional<Settling> settling;
+  // A cgroup inside the target, quiet since the scan before, that its probes are written to
+  // instead of the whole (EngineAim.cpp).
+  struct Aim {
+    std::string path;
+    std::uint64_t inode = 0;
+    std::uint64_t reclaimable = 0;  // as last measured
+    std::uint64_t floor = 0;
+  };
+  std::optional<Aim> aim;
   std::uint64_t bytes = 0;   // freed by probes, in total
   std::uint64_t probes = 0;  // probes written
 };

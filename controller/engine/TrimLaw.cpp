@@ -33,6 +33,14 @@ void TrimLaw::start(TimePoint now, std::uint64_t above, const TrimLawSettings& s
   probing_ = above > 0;
 }
 
+void TrimLaw::aimDrained(TimePoint now, std::uint64_t above, const TrimLawSettings& s) {
+  // Where probing began, not here: the bottom found next is low, not a first contact high up.
+  const std::uint64_t began = startAbove_;
+  start(now, above, s);
+  startAbove_ = std::max(began, above);
+  drained_ = true;
+}
+
 std::uint64_t TrimLaw::size(std::uint64_t above, const TrimLawSettings& s) const {
   return std::min({step_, cap(above, s), above});
 }
@@ -133,7 +141,8 @@ std::optional<std::chrono::nanoseconds> TrimLaw::refaulted(TimePoint now, std::u
     return std::nullopt;
   }
   const Round round = roundOf(total);
-  const bool passedCold = ranThroughCold(round, s);
+  const bool passedCold = (drained_ && round.came > 0) || ranThroughCold(round, s);
+  if (round.came > 0) drained_ = false;
   answer(round, s);
   if (lastAnswer_ != StepAnswer::Trickle) cleanSince_ = now;
   lastBack_ = total;

@@ -59,6 +59,8 @@
 //   cache, and pages of it met at the end of a long round are the contact's last, not the
 //   bottom (6.12 with the cold cache read through a mapping: a round of 54 MiB read back, then
 //   215 MiB freed with 15 back, held, and 173 MiB of cold cache waited out the hold).
+//   Likewise after probes aimed at a quiet cgroup took its cache to its floor (aimDrained()):
+//   the first round back is the busy cgroups' cache, the bottom.
 // - The first hold in a row is judged over a quarter of what lies above the floor, later ones
 //   over four smallest steps. A kernel's first contact with a hot set can give back every byte
 //   the probes free for a long while: MGLRU leaves a file read with read() in the generation it
@@ -130,6 +132,13 @@ class TrimLaw {
   void probed(TimePoint now, std::uint64_t above, const TrimLawSettings& s);
   // No probe is due while heavy work runs: the stretch starts again at the next probe.
   void paused() { probing_ = false; }
+  // Probes that went to a quiet cgroup inside the target took its cache to its floor and come
+  // back to the whole (EngineAim.cpp), `above` bytes over its floor: they start again from the
+  // first step, and the next round that brings anything back marks the bottom, as the end of a
+  // run through cold cache does. What the whole holds then is the busy cgroups' cache: on 6.1,
+  // judged as usual (a third of each round back, under the half that holds), probes of the
+  // last 22 MiB above the machine's floor read 13 MiB of a busy neighbour's hot set back.
+  void aimDrained(TimePoint now, std::uint64_t above, const TrimLawSettings& s);
   // A probe freed `bytes`.
   void freed(std::uint64_t bytes);
   // Refaults jumped after a probe, the target at `reclaimable` with `total` read back in all (its
@@ -181,6 +190,7 @@ class TrimLaw {
   std::uint64_t roundAbove_ = 0;              // over the floor when this round began
   std::uint64_t startAbove_ = 0;              // over the floor when probing began
   bool grewInRow_ = false;                    // a refault grew the step to its round since the row began
+  bool drained_ = false;                      // aimDrained(), and no round judged since
   StepAnswer lastAnswer_ = StepAnswer::Smallest;
   Round lastRound_;
   unsigned holds_ = 0;  // in a row, without a clean stretch between them

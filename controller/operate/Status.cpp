@@ -51,8 +51,9 @@ std::string scopeLine(const ScopeStatus& p) {
 // estimate, and why.
 std::string trimLine(const TargetStatus& t) {
   if (t.trim.empty()) return "";
-  return fmt::format("trim {}: {}, next probe {}, cold estimate {}{}; {}\n", printable(t.cgroup), t.trim,
-                     formatSize(t.trimProbeBytes), formatSize(t.trimColdBytes),
+  return fmt::format("trim {}: {}{}, next probe {}, cold estimate {}{}; {}\n", printable(t.cgroup), t.trim,
+                     t.trimAim.empty() ? "" : " at " + printable(t.trimAim), formatSize(t.trimProbeBytes),
+                     formatSize(t.trimColdBytes),
                      t.trimHeldUntilText.empty() ? "" : ", until " + t.trimHeldUntilText, printable(t.trimWhy));
 }
 

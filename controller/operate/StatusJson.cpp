@@ -55,6 +55,7 @@ json target(const TargetStatus& t) {
               {"trim", t.trim.empty() ? json(nullptr)
                                       : json{{"state", t.trim},
                                              {"next_probe_bytes", t.trimProbeBytes},
+                                             {"probes_at", t.trimAim},
                                              {"cold_estimate_bytes", t.trimColdBytes},
                                              {"held_until_timestamp", optional(t.trimHeldUntil)},
                                              {"held_until", t.trimHeldUntilText},
@@ -111,6 +112,7 @@ TargetStatus targetFrom(const json& j) {
   if (auto it = j.find("trim"); it != j.end() && it->is_object()) {
     get(*it, "state", t.trim);
     get(*it, "next_probe_bytes", t.trimProbeBytes);
+    get(*it, "probes_at", t.trimAim);
     get(*it, "cold_estimate_bytes", t.trimColdBytes);
     get(*it, "held_until_timestamp", t.trimHeldUntil);
     get(*it, "held_until", t.trimHeldUntilText);

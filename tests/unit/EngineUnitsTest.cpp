@@ -36,6 +36,7 @@ class EngineUnitsTest : public EngineHarness {
   // File cache of `path`'s subtree, MiB.
   double fileMiB(const std::string& path) const { return static_cast<double>(sim_.subtreeFile(path)) / kMiB; }
   void workBesideABusySibling(const std::string& path);
+  void workEndsBesideABusySibling(bool units);
   std::size_t writesTo(const std::string& path) const {
     return static_cast<std::size_t>(
         std::count_if(sim_.writes().begin(), sim_.writes().end(), [&](const Write& w) { return w.path == path; }));
@@ -106,7 +107,8 @@ TEST_F(EngineUnitsTest, TheMachineFloorStillBinds) {
 // A quiet unit's step and the machine's probe in one pass (a probe every turn), on a kernel that
 // frees more than it is asked (6.1): the step can leave the machine at its floor by itself, so
 // the probe after it is sized from the machine as it is then, not as the pass planned it, and
-// is not written at or under the machine's floor.
+// is not written at or under the machine's floor. (The probes went to the work's cgroup until it
+// was taken: EngineAim.cpp; then to the whole from the pass of the unit's first step.)
 TEST_F(EngineUnitsTest, AProbeAfterAUnitsStepInOnePassKeepsTheMachineFloor) {
   sim_.addCgroup("bg", 100 * kMiB);
   sim_.cgroup("bg").cpuShare = 0.02;
@@ -121,10 +123,8 @@ TEST_F(EngineUnitsTest, AProbeAfterAUnitsStepInOnePassKeepsTheMachineFloor) {
   run(5s);
   sim_.cgroup("work").cpuShare = 0;
   run(2min);
-  const auto unit = std::find_if(writes.begin(), writes.end(), [](const auto& w) { return w.first == "work"; });
-  ASSERT_NE(unit, writes.end()) << "the work's cgroup is taken as a unit";
-  ASSERT_TRUE(std::any_of(writes.begin(), unit, [](const auto& w) { return w.first.empty(); }))
-      << "the machine was probed before";
+  ASSERT_EQ(status().unitsTaken, 1u) << "the work's cgroup is taken as a unit";
+  ASSERT_EQ(count("trim_unaimed"), 1u) << "the probes, aimed at it until then, go back to the whole";
   for (const auto& [path, machineMiB] : writes) {
     if (path.empty()) {
       EXPECT_GT(machineMiB, 128.0) << "a probe of the machine at or under its 128 MiB floor";
@@ -252,6 +252,75 @@ TEST_F(EngineUnitsTest, TrimmingTheRestGoesOnBesideTheUnits) {
   EXPECT_GT(writesTo(""), 0u) << "the root is trimmed";
   EXPECT_LT(sim_.subtreeFile("system.slice"), 200 * kMiB);
   EXPECT_GE(sim_.subtreeFile("user.slice/editor.service"), 160 * kMiB) << "the editor's hot set stays";
+}
+
+// Heavy work in a cgroup of its own ends; a background process beside it keeps the machine busy
+// and reads its hot set. `units`: the policy's idle.units (a grace of 40 s: a scan every 10 s).
+void EngineUnitsTest::workEndsBesideABusySibling(bool units) {
+  sim_.addCgroup("bg", 160 * kMiB);  // first in the model's order: a probe of the root takes it first
+  sim_.cgroup("bg").cpuShare = 0.02;
+  sim_.cgroup("bg").hot = 160 * kMiB;
+  sim_.addCgroup("work", 600 * kMiB);
+  sim_.cgroup("work").cpuShare = 0.5;
+  sim_.setMachineBusy(0.52);
+  start(std::string("idle:\n  grace: 40s\n  units: ") + (units ? "true" : "false") + "\n");
+  run(60s);
+  EXPECT_TRUE(sim_.writes().empty()) << "heavy work: no probe";
+  sim_.cgroup("work").cpuShare = 0;
+  sim_.setMachineBusy(0.02);
+}
+
+// The machine's probes go to the cgroup whose work ended, from the first scan that finds it quiet
+// since the scan before, not to the sibling's hot set, until that cgroup is at its floor (a
+// target of its own by then); then back to the whole, from the smallest step.
+TEST_F(EngineUnitsTest, ProbesGoToTheCgroupWhoseWorkEndedNotToTheBusySiblingsHotSet) {
+  workEndsBesideABusySibling(true);
+  const TimePoint ended = clock_.now();
+  ASSERT_TRUE(runUntil([&] { return count("trim_aimed") > 0; }, 2min));
+  EXPECT_LE(clock_.now() - ended, 2 * 10s + 10s) << "within two scans and an interval of the work's end";
+  const auto aimed = named("trim_aimed");
+  EXPECT_EQ(*aimed[0].field("cgroup"), "/");
+  EXPECT_EQ(*aimed[0].field("at"), "work");
+  EXPECT_NE(status().targets.at(0).trimAim.find("work"), std::string::npos) << "status says where probes go";
+  const std::size_t from = sim_.writes().size();
+  const std::uint64_t refaults = sim_.cgroup("bg").refaults;
+  std::uint64_t largest = 0;
+  ASSERT_TRUE(runUntil([&] { return sim_.subtreeFile("work") <= 17 * kMiB; }, 10min)) << "the work's cache went";
+  const std::vector<Write> writes = writesSince(from);
+  ASSERT_FALSE(writes.empty());
+  for (const Write& w : writes) {
+    EXPECT_EQ(w.path, "work") << "a write to " << w.path;
+    largest = std::max(largest, w.bytes);
+  }
+  EXPECT_EQ(sim_.cgroup("bg").refaults, refaults) << "nothing more of the sibling's hot set was taken";
+  EXPECT_GT(status().trimProbes, 0u) << "probes, not only the unit's steps";
+  // At its floor (a unit now), the probes go back to the whole as at their start (trim.percent of
+  // what lies above the floor, 0.5 % of ~650 MiB), not at the step they grew to on cold cache.
+  EXPECT_GT(largest, 8 * kMiB);
+  const std::size_t before = sim_.writes().size();
+  ASSERT_TRUE(runUntil([&] { return sim_.writes().size() > before; }, 5min));
+  EXPECT_EQ(sim_.writes().back().path, "");
+  EXPECT_LE(sim_.writes().back().bytes, 4 * kMiB);
+  ASSERT_FALSE(named("trim_unaimed").empty());
+  // What the whole holds now is the sibling's hot set: the first probe that takes some of it
+  // marks the bottom and holds, and no probe takes it again for half an hour.
+  ASSERT_TRUE(runUntil([&] { return count("trim_held") > 0; }, 2min));
+  const std::uint64_t atHold = sim_.cgroup("bg").refaults;
+  EXPECT_LE(atHold - refaults, 2 * (4 * kMiB / 4096)) << "one or two probes' worth read back";
+  run(25min);
+  EXPECT_EQ(sim_.cgroup("bg").refaults, atHold);
+}
+
+// Without units the whole is probed: the sibling's hot set is taken with the cold cache (the
+// model takes a probe of the root from the first cgroup first) and read back.
+TEST_F(EngineUnitsTest, WithoutUnitsTheMachinesProbesReachTheBusySiblingsHotSet) {
+  workEndsBesideABusySibling(false);
+  run(3min);
+  ASSERT_FALSE(sim_.writes().empty());
+  for (const Write& w : sim_.writes())
+    EXPECT_EQ(w.path, "");
+  EXPECT_GT(sim_.cgroup("bg").refaults, 0u);
+  EXPECT_TRUE(named("trim_aimed").empty());
 }
 
 }  // namespace

@@ -94,5 +94,30 @@ TEST(StatusJsonValues, RatiosRoundedAndConsistent) {
   EXPECT_EQ(formatStatus(*back), formatStatus(busyMachine()));
 }
 
+// A busy machine trimmed with its probes aimed at the cgroup whose work ended: the text and the
+// JSON say where they go, and the JSON reads back to the same text.
+TEST(StatusExplains, TrimmingSaysWhereItsProbesGo) {
+  Status s = busyMachine();
+  TargetStatus& t = s.targets[0];
+  t.idle = false;
+  t.waitsForReclaimableBytes.reset();
+  t.trim = "probing";
+  t.trimAim = "work.slice";
+  t.trimProbeBytes = 8 * kMiB;
+  t.trimColdBytes = 300 * kMiB;
+  t.trimWhy = "probes go to work.slice, quiet since the last scan";
+  const std::string text = formatStatus(s);
+  EXPECT_NE(text.find("trim /: probing at work.slice, next probe 8.0 MiB, cold estimate 300.0 MiB; probes go to"),
+            std::string::npos)
+      << text;
+  const std::string j = formatStatusJson(s);
+  EXPECT_NE(j.find("\"probes_at\": \"work.slice\""), std::string::npos) << j;
+  auto back = parseStatusJson(j);
+  ASSERT_TRUE(back.ok()) << back.error().message();
+  EXPECT_EQ(formatStatus(*back), text);
+  t.trimAim.clear();
+  EXPECT_NE(formatStatus(s).find("trim /: probing, next probe"), std::string::npos) << "the whole: no 'at'";
+}
+
 }  // namespace
 }  // namespace reclaimd::testing

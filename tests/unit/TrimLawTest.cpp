@@ -506,6 +506,33 @@ TEST(TrimLaw, ARunThroughColdCacheAfterRoundsThatGrewIsNoBottom) {
   }
 }
 
+// Probes aimed at a quiet cgroup took its cache to its floor and come back to the whole, 22 MiB
+// over the floor: the first round that brings anything back is the bottom (the busy cgroups'
+// cache), held and marked, where judged as usual a third back of each round would not hold.
+TEST(TrimLaw, AfterAnAimDrainedTheFirstRoundBackMarksTheBottom) {
+  for (const bool drained : {true, false}) {
+    TrimLaw law;
+    TimePoint t{};
+    law.start(t, 500 * kMiB, kDefault);
+    law.freed(370 * kMiB);  // the aimed probes: nothing came back
+    if (drained)
+      law.aimDrained(t += 6s, 22 * kMiB, kDefault);
+    else
+      law.start(t += 6s, 22 * kMiB, kDefault);
+    EXPECT_EQ(law.step(), 4 * kMiB) << "from the first step";
+    // The first refault of a law's life gives the count to judge by; the round after it is judged.
+    EXPECT_FALSE(law.refaulted(t += 6s, 145 * kMiB, activated(2 * kMiB), kDefault));
+    law.freed(8 * kMiB);
+    const auto hold = law.refaulted(t += 6s, 142 * kMiB, activated(5 * kMiB), kDefault);
+    EXPECT_EQ(hold.has_value(), drained) << (drained ? "drained" : "started afresh");
+    if (!drained) continue;
+    EXPECT_EQ(law.bottom(t, 5 * kMiB), 142 * kMiB) << "a bottom, not a first contact high up";
+    law.freed(4 * kMiB);
+    EXPECT_FALSE(law.refaulted(t += 200s, 140 * kMiB, activated(6 * kMiB), kDefault))
+        << "only the first round after it is judged so: a quarter back of the next holds no more";
+  }
+}
+
 TEST(TrimLaw, HugeFiguresSaturate) {
   TrimLaw law;
   const std::uint64_t huge = ~std::uint64_t{0};

@@ -1,0 +1,125 @@
+// Aiming: a busy target's probes written to the cgroup inside it whose work has ended.
+//
+// A target the machine-wide settings govern (the root, without rules) is probed as a whole, and
+// the kernel spreads a probe of the whole over every cgroup below in proportion to its size: the
+// busy ones' hot sets too. Where the work that left the cold cache ran in a cgroup of its own (a
+// build's scope, a finished job's slice) and a light load goes on beside it (an editor's
+// service), that hot set is what the early probes meet that the machine still uses: in the
+// never-idle matrix on 6.1, with the background process in a sibling cgroup, the root's probes
+// freed 111 MiB of which 8 came back from its hot set, a 14-24 ms stall. Such a cgroup becomes a
+// unit target a grace after its work (EngineUnits.cpp); until then, from the first scan that
+// finds it quiet since the scan before (a quarter grace), the target's probes are written to it
+// instead. The law (TrimLaw.h) still sizes them from the target's figures and judges them by the
+// target's refaults; each is capped at what the cgroup holds above its floor. Of such cgroups,
+// the one with the most cache above its floor is taken (at least kUnitExcess). Probes go back to
+// the whole when it is at its floor, works again, goes or becomes a unit target, and then start
+// again from the smallest step: the whole holds the busy cgroups' hot sets, and a step grown on
+// cold cache would take a large piece of them at once.
+#include <algorithm>
+#include <string_view>
+#include <unordered_map>
+
+#include "controller/engine/Engine.h"
+#include "controller/engine/MachineTargets.h"
+
+namespace reclaimd::controller {
+
+using namespace std::chrono;
+
+// After a new scan: the cgroups quiet since the scan before, the highest of each subtree, inside
+// a busy machine target that trims, and not taken as units.
+std::vector<UnitPick> Engine::aimCandidates() const {
+  std::vector<UnitPick> out;
+  if (!policy_.idle.units || mode_.mode != policies::Mode::Gradual) return out;
+  const auto machine = machineTargets(targets_.all);
+  auto inUnit = [&](std::string_view path) {
+    return std::any_of(targets_.all.begin(), targets_.all.end(),
+                       [&](const TargetState& t) { return t.unit && within(path, t.path); });
+  };
+  auto belowRoot = [](std::string_view path) { return !path.empty(); };
+  std::string taken;  // the last cgroup taken: the scan is in pre-order, its subtree follows it
+  bool any = false;
+  for (const QuietCgroup& q : idle_.busy.quiet(policy_.idle.thresholdPercent, belowRoot, idle_.busy.scanEvery())) {
+    if (any && within(q.path, taken)) continue;
+    // reclaimd's own cgroup: its CPU is its work, not the cgroup's.
+    if (!setup_.ownCgroup.empty() && within(setup_.ownCgroup, q.path)) continue;
+    const int around = enclosing(q.path, machine);
+    if (around < 0) continue;
+    const TargetState& t = targets_.all[static_cast<std::size_t>(around)];
+    if (t.active() || !t.gov.trim.enabled || inUnit(q.path)) continue;
+    out.push_back(UnitPick{q, t.id});
+    taken = q.path;
+    any = true;
+  }
+  return out;
+}
+
+// After a new scan, with the candidates' memory.stat: each busy machine target aims at the
+// candidate with the most cache above its floor, if that is kUnitExcess; at none otherwise.
+void Engine::chooseAims(TimePoint now, const Readings& readings) {
+  const std::uint64_t floor = policy_.governance(-1, false).floor;
+  std::unordered_map<std::uint32_t, TrimState::Aim> best;
+  for (const UnitPick& u : turn_.tick->aimPicks) {
+    const Result<MemoryReading>* m = readings.memoryOf(CgroupRef{u.quiet.path, u.quiet.inode});
+    // Taken as a unit this turn; gone or unreadable (the next scan sees); or too little cache.
+    if (unitAt(u.quiet.path) || !m || !*m || (*m)->reclaimable < floor + kUnitExcess) continue;
+    auto [it, fresh] =
+        best.try_emplace(u.within, TrimState::Aim{u.quiet.path, u.quiet.inode, (*m)->reclaimable, floor});
+    if (!fresh && it->second.reclaimable < (*m)->reclaimable)
+      it->second = TrimState::Aim{u.quiet.path, u.quiet.inode, (*m)->reclaimable, floor};
+  }
+  for (TargetState& t : targets_.all) {
+    if (t.unit || t.gone) continue;
+    const auto it = best.find(t.id);
+    if (it == best.end()) {
+      if (t.trim.aim && unitAt(t.trim.aim->path))
+        unaim(t, now, "quiet for a grace, it is a target of its own", true);
+      else if (t.trim.aim)
+        unaim(t, now, "it worked since the scan before, or went", false);
+      continue;
+    }
+    const bool same = t.trim.aim && t.trim.aim->path == it->second.path && t.trim.aim->inode == it->second.inode;
+    t.trim.aim = it->second;
+    if (same) continue;
+    emit(Severity::Info, "trim_aimed")
+        .add("cgroup", t.label())
+        .add("at", it->second.path)
+        .add("since_s", duration<double>(idle_.busy.scanEvery()).count(), 0)
+        .mib("reclaimable_mib", it->second.reclaimable)
+        .mib("floor_mib", it->second.floor);
+  }
+}
+
+bool Engine::unitAt(std::string_view path) const {
+  return std::any_of(targets_.all.begin(), targets_.all.end(),
+                     [&](const TargetState& t) { return t.unit && t.path == path; });
+}
+
+// Each turn the target is measured: its aim's cache with it. At its floor, or unreadable (gone),
+// probes go back to the whole.
+void Engine::measureAim(TargetState& t, TimePoint now, const Readings& readings) {
+  if (!t.trim.aim) return;
+  TrimState::Aim& aim = *t.trim.aim;
+  const Result<MemoryReading>* m = readings.memoryOf(CgroupRef{aim.path, aim.inode});
+  if (!m) return;  // not asked this turn
+  if (!*m) return unaim(t, now, "its memory.stat could not be read: " + m->error().message(), false);
+  aim.reclaimable = (*m)->reclaimable;
+  if (atFloor(aim.reclaimable, aim.floor)) unaim(t, now, "it is at its floor", true);
+}
+
+// Probes go back to the whole, from the smallest step (judged by the same refaults: the
+// target's, which the aimed probes were judged by too). `drained`: the cgroup's cache went (to its
+// floor, or it is a unit now, whose steps take it there): what is left to the whole is the busy
+// cgroups' cache, and the next refault marks the bottom (TrimLaw::aimDrained).
+void Engine::unaim(TargetState& t, TimePoint now, const std::string& why, bool drained) {
+  emit(Severity::Info, "trim_unaimed").add("cgroup", t.label()).add("at", t.trim.aim->path).add("reason", why);
+  t.trim.aim.reset();
+  const std::uint64_t keep = trimKeep(t, now);
+  const std::uint64_t above = t.lastReclaimable - std::min(t.lastReclaimable, keep);
+  if (drained)
+    t.trim.law.aimDrained(now, above, trimLaw(t));
+  else
+    t.trim.law.start(now, above, trimLaw(t));
+}
+
+}  // namespace reclaimd::controller
