@@ -252,6 +252,8 @@ class Engine {
   void measureAim(TargetState& t, TimePoint now, const Readings& readings);
   void unaim(TargetState& t, TimePoint now, const std::string& why, bool drained);
   bool unitAt(std::string_view path) const;  // a unit target has that path
+  void aimedStepEnded(TargetState& t, const StepOutcome& step, TimePoint now);
+  bool refusedAim(std::uint32_t id, const QuietCgroup& q, std::uint64_t reclaimable) const;
 
   // EngineTrim.cpp: probing busy targets' cold cache.
   void judgeTrim(TargetState& t, TimePoint now);

@@ -21,6 +21,7 @@
 
 #include "controller/engine/Engine.h"
 #include "controller/engine/MachineTargets.h"
+#include "policies/Step.h"
 
 namespace reclaimd::controller {
 
@@ -54,33 +55,38 @@ std::vector<UnitPick> Engine::aimCandidates() const {
   return out;
 }
 
-// After a new scan, with the candidates' memory.stat: each busy machine target aims at the
-// candidate with the most cache above its floor, if that is kUnitExcess; at none otherwise.
+// After a new scan, with the candidates' memory.stat: a target aiming goes on at its cgroup while
+// that stays quiet (to its floor: measureAim()); one not aiming takes the candidate with the most
+// cache above its floor, if that is kUnitExcess.
 void Engine::chooseAims(TimePoint now, const Readings& readings) {
   const std::uint64_t floor = policy_.governance(-1, false).floor;
   std::unordered_map<std::uint32_t, TrimState::Aim> best;
+  std::unordered_map<std::uint32_t, TrimState::Aim> still;  // the current aim, quiet and read
   for (const UnitPick& u : turn_.tick->aimPicks) {
     const Result<MemoryReading>* m = readings.memoryOf(CgroupRef{u.quiet.path, u.quiet.inode});
-    // Taken as a unit this turn; gone or unreadable (the next scan sees); or too little cache.
-    if (unitAt(u.quiet.path) || !m || !*m || (*m)->reclaimable < floor + kUnitExcess) continue;
-    auto [it, fresh] =
-        best.try_emplace(u.within, TrimState::Aim{u.quiet.path, u.quiet.inode, (*m)->reclaimable, floor});
-    if (!fresh && it->second.reclaimable < (*m)->reclaimable)
-      it->second = TrimState::Aim{u.quiet.path, u.quiet.inode, (*m)->reclaimable, floor};
+    // Taken as a unit this turn, or gone or unreadable (the next scan sees).
+    if (unitAt(u.quiet.path) || !m || !*m) continue;
+    const TrimState::Aim aim{u.quiet.path, u.quiet.inode, (*m)->reclaimable, floor};
+    const TargetState* t = target(u.within);
+    if (t && t->trim.aim && t->trim.aim->path == aim.path && t->trim.aim->inode == aim.inode)
+      still.emplace(u.within, aim);
+    if (aim.reclaimable < floor + kUnitExcess || refusedAim(u.within, u.quiet, aim.reclaimable)) continue;
+    auto [it, fresh] = best.try_emplace(u.within, aim);
+    if (!fresh && it->second.reclaimable < aim.reclaimable) it->second = aim;
   }
   for (TargetState& t : targets_.all) {
     if (t.unit || t.gone) continue;
-    const auto it = best.find(t.id);
-    if (it == best.end()) {
-      if (t.trim.aim && unitAt(t.trim.aim->path))
+    if (t.trim.aim) {
+      if (const auto s = still.find(t.id); s != still.end())
+        t.trim.aim = s->second;
+      else if (unitAt(t.trim.aim->path))
         unaim(t, now, "quiet for a grace, it is a target of its own", true);
-      else if (t.trim.aim)
+      else
         unaim(t, now, "it worked since the scan before, or went", false);
-      continue;
     }
-    const bool same = t.trim.aim && t.trim.aim->path == it->second.path && t.trim.aim->inode == it->second.inode;
+    const auto it = best.find(t.id);
+    if (t.trim.aim || it == best.end()) continue;
     t.trim.aim = it->second;
-    if (same) continue;
     emit(Severity::Info, "trim_aimed")
         .add("cgroup", t.label())
         .add("at", it->second.path)
@@ -88,6 +94,25 @@ void Engine::chooseAims(TimePoint now, const Readings& readings) {
         .mib("reclaimable_mib", it->second.reclaimable)
         .mib("floor_mib", it->second.floor);
   }
+}
+
+// An aimed probe ended: its cgroup went, or freed next to nothing (its cache does not go: locked,
+// under writeback), and the probes go back to the whole rather than wait on it.
+void Engine::aimedStepEnded(TargetState& t, const StepOutcome& step, TimePoint now) {
+  if (!t.trim.aim) return;
+  if (step.status() == cgroup::ReclaimStatus::Gone) return unaim(t, now, "it went", false);
+  const auto least = static_cast<std::int64_t>(policies::kMinRequestBytes);
+  if (step.requestedBytes < policies::kMinRequestBytes || step.freed() >= least) return;
+  t.trim.refused = t.trim.aim;
+  unaim(t, now, "a probe there freed next to nothing: its cache does not go", false);
+}
+
+// The cgroup a probe of target `id` freed next to nothing from, holding no chunk more since.
+bool Engine::refusedAim(std::uint32_t id, const QuietCgroup& q, std::uint64_t reclaimable) const {
+  const TargetState* t = target(id);
+  if (!t || !t->trim.refused) return false;
+  const TrimState::Aim& r = *t->trim.refused;
+  return r.path == q.path && r.inode == q.inode && reclaimable < r.reclaimable + policy_.reclaim.chunk;
 }
 
 bool Engine::unitAt(std::string_view path) const {

@@ -281,12 +281,11 @@ bool Engine::stepEnded(const PlannedShare& share, const StepOutcome& step, bool 
     case cgroup::ReclaimStatus::Partial: break;
     case cgroup::ReclaimStatus::Unsupported: reprobe = true; break;
     case cgroup::ReclaimStatus::Gone:
-      // The cgroup a probe aimed at went: the target is still there.
-      if (share.aim && t->trim.aim) unaim(*t, now, "it went", false);
-      else if (!share.aim) targetGone(*t);
+      if (!share.aim) targetGone(*t);  // an aimed probe's cgroup went, not the target (aimedStepEnded)
       break;
     case cgroup::ReclaimStatus::Failed: t->period.stalledAt = step.after; break;
   }
+  if (share.aim) aimedStepEnded(*t, step, now);
   return reprobe;
 }
 

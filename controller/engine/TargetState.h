@@ -50,6 +50,9 @@ struct TrimState {
     std::uint64_t floor = 0;
   };
   std::optional<Aim> aim;
+  // The last cgroup aimed at whose probe freed next to nothing (its cache does not go: locked,
+  // under writeback), as it was then: not aimed at again until it holds a chunk more.
+  std::optional<Aim> refused;
   std::uint64_t bytes = 0;   // freed by probes, in total
   std::uint64_t probes = 0;  // probes written
 };

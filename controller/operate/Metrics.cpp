@@ -142,6 +142,9 @@ void targets(Exposition& e, const Status& s) {
          [](const TargetStatus& t) { return t.trimColdBytes; });
   e.each("reclaimd_cgroup_trim_held", "gauge", "Trimming: 1 while probes are held by recurring refaults.", trimmed,
          labels, [](const TargetStatus& t) { return t.trim == "held" ? 1 : 0; });
+  e.each("reclaimd_cgroup_trim_aimed", "gauge",
+         "Trimming: 1 while probes go to a quiet cgroup inside the target (status names it), not to the whole.",
+         trimmed, labels, [](const TargetStatus& t) { return t.trimAim.empty() ? 0 : 1; });
   std::vector<TargetStatus> acted;
   for (const TargetStatus& t : all) {
     if (t.lastActionTimestamp) acted.push_back(t);

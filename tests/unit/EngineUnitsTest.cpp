@@ -311,6 +311,46 @@ TEST_F(EngineUnitsTest, ProbesGoToTheCgroupWhoseWorkEndedNotToTheBusySiblingsHot
   EXPECT_EQ(sim_.cgroup("bg").refaults, atHold);
 }
 
+// Aimed probes take a cgroup below the 32 MiB over its floor that it needed to be aimed at, before
+// its grace: they go on to its floor, and then back to the whole as after a drained aim.
+TEST_F(EngineUnitsTest, AnAimGoesOnToTheFloorBelowWhatItTookToBeAimedAt) {
+  sim_.addCgroup("bg", 400 * kMiB);  // the machine stays far above its floor
+  sim_.cgroup("bg").cpuShare = 0.02;
+  sim_.addCgroup("work", 80 * kMiB);
+  sim_.cgroup("work").cpuShare = 0.5;
+  sim_.setMachineBusy(0.52);
+  start("idle:\n  grace: 2m\ntrim:\n  interval: 1s\n");
+  run(150s);
+  sim_.cgroup("work").cpuShare = 0;
+  sim_.setMachineBusy(0.02);
+  ASSERT_TRUE(runUntil([&] { return count("trim_unaimed") > 0; }, 2min));
+  EXPECT_EQ(*named("trim_unaimed")[0].field("reason"), "it is at its floor");
+  EXPECT_LE(sim_.subtreeFile("work"), 17 * kMiB);
+  EXPECT_EQ(status().unitsTaken, 0u) << "before its grace";
+}
+
+// The cgroup aimed at holds cache the kernel does not give up (locked, under writeback): a probe
+// there frees next to nothing, and the probes go back to the whole (its cold cache elsewhere is
+// trimmed) and are not aimed at that cgroup again while it holds no more.
+TEST_F(EngineUnitsTest, AnAimWhoseCacheDoesNotGoIsLeftForTheWhole) {
+  sim_.addCgroup("bg", 300 * kMiB);  // busy, and cold: a probe of the root takes it
+  sim_.cgroup("bg").cpuShare = 0.02;
+  sim_.addCgroup("work", 600 * kMiB);
+  sim_.cgroup("work").pinned = 600 * kMiB;
+  sim_.cgroup("work").cpuShare = 0.5;
+  sim_.setMachineBusy(0.52);
+  start("idle:\n  grace: 40s\n  units: true\n");
+  run(60s);
+  sim_.cgroup("work").cpuShare = 0;
+  sim_.setMachineBusy(0.02);
+  ASSERT_TRUE(runUntil([&] { return count("trim_unaimed") > 0; }, 2min));
+  EXPECT_NE(named("trim_unaimed")[0].field("reason")->find("freed next to nothing"), std::string::npos);
+  EXPECT_EQ(sim_.subtreeFile("work"), 600 * kMiB);
+  run(3min);
+  EXPECT_EQ(count("trim_aimed"), 1u) << "not aimed at again while it holds no more";
+  EXPECT_LT(sim_.subtreeFile("bg"), 200 * kMiB) << "the whole's cold cache is trimmed";
+}
+
 // Without units the whole is probed: the sibling's hot set is taken with the cold cache (the
 // model takes a probe of the root from the first cgroup first) and read back.
 TEST_F(EngineUnitsTest, WithoutUnitsTheMachinesProbesReachTheBusySiblingsHotSet) {

@@ -241,7 +241,7 @@ std::uint64_t SimMachine::take(const std::string& path, std::uint64_t bytes) {
     c.readBack += contact;
     c.file -= contact;
     taken += contact;
-    const std::uint64_t got = std::min(c.file, bytes - taken);
+    const std::uint64_t got = std::min(c.file - std::min(c.file, c.pinned), bytes - taken);
     c.file -= got;
     taken += got;
   }

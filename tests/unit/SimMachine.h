@@ -49,6 +49,9 @@ struct SimCgroup {
   // after the hot set was read). Taken, it is read back at once and kept from then on.
   std::uint64_t unlearned = 0;
   std::uint64_t readBack = 0;  // taken from `unlearned`, read back at the next moment
+  // Of `file`, what reclaim cannot take (mlocked, or dirty under writeback): counted as
+  // reclaimable in memory.stat, never freed.
+  std::uint64_t pinned = 0;
   // How often the work reads its hot set: what probes take of it comes back at the next such
   // read (a multiple of this since the clock's epoch). 0: at once, a reader every moment.
   std::chrono::nanoseconds rereadEvery{0};

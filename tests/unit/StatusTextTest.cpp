@@ -95,7 +95,7 @@ TEST(StatusJsonValues, RatiosRoundedAndConsistent) {
 }
 
 // A busy machine trimmed with its probes aimed at the cgroup whose work ended: the text and the
-// JSON say where they go, and the JSON reads back to the same text.
+// JSON say where they go (and the JSON reads back to the same text), the metrics that they do.
 TEST(StatusExplains, TrimmingSaysWhereItsProbesGo) {
   Status s = busyMachine();
   TargetStatus& t = s.targets[0];
@@ -115,8 +115,11 @@ TEST(StatusExplains, TrimmingSaysWhereItsProbesGo) {
   auto back = parseStatusJson(j);
   ASSERT_TRUE(back.ok()) << back.error().message();
   EXPECT_EQ(formatStatus(*back), text);
+  EXPECT_NE(formatMetrics(s).find("\nreclaimd_cgroup_trim_aimed{cgroup=\"/\",rule=\"machine\"} 1\n"), std::string::npos)
+      << formatMetrics(s);
   t.trimAim.clear();
   EXPECT_NE(formatStatus(s).find("trim /: probing, next probe"), std::string::npos) << "the whole: no 'at'";
+  EXPECT_NE(formatMetrics(s).find("\nreclaimd_cgroup_trim_aimed{cgroup=\"/\",rule=\"machine\"} 0\n"), std::string::npos);
 }
 
 }  // namespace
