@@ -37,6 +37,7 @@ class EngineUnitsTest : public EngineHarness {
   double fileMiB(const std::string& path) const { return static_cast<double>(sim_.subtreeFile(path)) / kMiB; }
   void workBesideABusySibling(const std::string& path);
   void workEndsBesideABusySibling(bool units);
+  void heavyWorkEnds(const std::string& policy, std::chrono::seconds busyFor);
   std::size_t writesTo(const std::string& path) const {
     return static_cast<std::size_t>(
         std::count_if(sim_.writes().begin(), sim_.writes().end(), [&](const Write& w) { return w.path == path; }));
@@ -258,13 +259,18 @@ TEST_F(EngineUnitsTest, TrimmingTheRestGoesOnBesideTheUnits) {
 // and reads its hot set. `units`: the policy's idle.units (a grace of 40 s: a scan every 10 s).
 void EngineUnitsTest::workEndsBesideABusySibling(bool units) {
   sim_.addCgroup("bg", 160 * kMiB);  // first in the model's order: a probe of the root takes it first
-  sim_.cgroup("bg").cpuShare = 0.02;
   sim_.cgroup("bg").hot = 160 * kMiB;
   sim_.addCgroup("work", 600 * kMiB);
+  heavyWorkEnds(std::string("idle:\n  grace: 40s\n  units: ") + (units ? "true" : "false") + "\n", 60s);
+}
+
+// "work" at half a CPU beside "bg" at 2 % of one, under `policy`, for `busyFor`; then the work ends.
+void EngineUnitsTest::heavyWorkEnds(const std::string& policy, std::chrono::seconds busyFor) {
+  sim_.cgroup("bg").cpuShare = 0.02;
   sim_.cgroup("work").cpuShare = 0.5;
   sim_.setMachineBusy(0.52);
-  start(std::string("idle:\n  grace: 40s\n  units: ") + (units ? "true" : "false") + "\n");
-  run(60s);
+  start(policy);
+  run(busyFor);
   EXPECT_TRUE(sim_.writes().empty()) << "heavy work: no probe";
   sim_.cgroup("work").cpuShare = 0;
   sim_.setMachineBusy(0.02);
@@ -315,14 +321,8 @@ TEST_F(EngineUnitsTest, ProbesGoToTheCgroupWhoseWorkEndedNotToTheBusySiblingsHot
 // its grace: they go on to its floor, and then back to the whole as after a drained aim.
 TEST_F(EngineUnitsTest, AnAimGoesOnToTheFloorBelowWhatItTookToBeAimedAt) {
   sim_.addCgroup("bg", 400 * kMiB);  // the machine stays far above its floor
-  sim_.cgroup("bg").cpuShare = 0.02;
   sim_.addCgroup("work", 80 * kMiB);
-  sim_.cgroup("work").cpuShare = 0.5;
-  sim_.setMachineBusy(0.52);
-  start("idle:\n  grace: 2m\ntrim:\n  interval: 1s\n");
-  run(150s);
-  sim_.cgroup("work").cpuShare = 0;
-  sim_.setMachineBusy(0.02);
+  heavyWorkEnds("idle:\n  grace: 2m\ntrim:\n  interval: 1s\n", 150s);
   ASSERT_TRUE(runUntil([&] { return count("trim_unaimed") > 0; }, 2min));
   EXPECT_EQ(*named("trim_unaimed")[0].field("reason"), "it is at its floor");
   EXPECT_LE(sim_.subtreeFile("work"), 17 * kMiB);
@@ -334,15 +334,9 @@ TEST_F(EngineUnitsTest, AnAimGoesOnToTheFloorBelowWhatItTookToBeAimedAt) {
 // trimmed) and are not aimed at that cgroup again while it holds no more.
 TEST_F(EngineUnitsTest, AnAimWhoseCacheDoesNotGoIsLeftForTheWhole) {
   sim_.addCgroup("bg", 300 * kMiB);  // busy, and cold: a probe of the root takes it
-  sim_.cgroup("bg").cpuShare = 0.02;
   sim_.addCgroup("work", 600 * kMiB);
   sim_.cgroup("work").pinned = 600 * kMiB;
-  sim_.cgroup("work").cpuShare = 0.5;
-  sim_.setMachineBusy(0.52);
-  start("idle:\n  grace: 40s\n  units: true\n");
-  run(60s);
-  sim_.cgroup("work").cpuShare = 0;
-  sim_.setMachineBusy(0.02);
+  heavyWorkEnds("idle:\n  grace: 40s\n", 60s);
   ASSERT_TRUE(runUntil([&] { return count("trim_unaimed") > 0; }, 2min));
   EXPECT_NE(named("trim_unaimed")[0].field("reason")->find("freed next to nothing"), std::string::npos);
   EXPECT_EQ(sim_.subtreeFile("work"), 600 * kMiB);
