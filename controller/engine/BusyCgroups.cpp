@@ -89,8 +89,9 @@ std::vector<BusyCgroup> BusyCgroups::top(std::size_t n, TimePoint now) const {
 }
 
 std::vector<QuietCgroup> BusyCgroups::quiet(double thresholdPercent, const std::function<bool(std::string_view)>& pick,
-                                            nanoseconds over) const {
+                                            std::optional<nanoseconds> given) const {
   if (!newest_) return {};
+  const nanoseconds over = given.value_or(window_);
   // The scans from the newest one at least `over` old up to the newest: a cgroup is quiet when
   // it was quiet over that whole span AND between every two of them, so that light work in part
   // of it is not averaged away (the grace is sustained quiet).

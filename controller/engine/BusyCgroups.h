@@ -102,13 +102,10 @@ class BusyCgroups {
   // same cgroup, by inode, in both), in the newest scan's order (parents first). Empty when no
   // scan lies a window back. A share of one CPU, not of all: a unit's own work is judged as a
   // cgroup rule's `idle_source: cgroup` is.
-  std::vector<QuietCgroup> quiet(double thresholdPercent, const std::function<bool(std::string_view)>& pick) const {
-    return quiet(thresholdPercent, pick, window_);
-  }
-  // The same over `over` instead of the window: the cgroups quiet since the newest scan at least
-  // that long before the newest (a scan period: a cgroup whose work just ended, EngineAim.cpp).
+  // `over`: the span instead of the window (a scan period: a cgroup whose work just ended,
+  // EngineAim.cpp), the cgroups quiet since the newest scan at least that long before the newest.
   std::vector<QuietCgroup> quiet(double thresholdPercent, const std::function<bool(std::string_view)>& pick,
-                                 std::chrono::nanoseconds over) const;
+                                 std::optional<std::chrono::nanoseconds> over = std::nullopt) const;
   // When the newest scan was taken (nothing before the first).
   std::optional<TimePoint> newestAt() const { return newest_ ? std::optional(newest_->at) : std::nullopt; }
 

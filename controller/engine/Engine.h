@@ -238,6 +238,9 @@ class Engine {
 
   // EngineUnits.cpp: systemd units judged by their own CPU inside machine-governed targets.
   std::vector<UnitPick> quietUnits() const;
+  std::vector<UnitPick> quietInBusyTargets(
+      std::optional<std::chrono::nanoseconds> over,
+      const std::function<bool(const TargetState&, std::string_view)>& accept) const;
   // After a new scan: drops the unit targets no longer quiet; answers the quiet cgroups to take
   // as targets when their cache is worth it (adoptUnit, with their memory.stat).
   std::vector<UnitPick> judgeUnits();

@@ -35,29 +35,11 @@ using namespace std::chrono;
 // After a new scan: the cgroups quiet since the scan before, the highest of each subtree, inside
 // a busy machine target that trims, and not taken as units.
 std::vector<UnitPick> Engine::aimCandidates() const {
-  std::vector<UnitPick> out;
-  if (!policy_.idle.units || mode_.mode != policies::Mode::Gradual) return out;
-  const auto machine = machineTargets(targets_.all);
-  auto inUnit = [&](std::string_view path) {
-    return std::any_of(targets_.all.begin(), targets_.all.end(),
-                       [&](const TargetState& t) { return t.unit && within(path, t.path); });
-  };
-  auto belowRoot = [](std::string_view path) { return !path.empty(); };
-  std::string taken;  // the last cgroup taken: the scan is in pre-order, its subtree follows it
-  bool any = false;
-  for (const QuietCgroup& q : idle_.busy.quiet(policy_.idle.thresholdPercent, belowRoot, idle_.busy.scanEvery())) {
-    if (any && within(q.path, taken)) continue;
-    // reclaimd's own cgroup: its CPU is its work, not the cgroup's.
-    if (!setup_.ownCgroup.empty() && within(setup_.ownCgroup, q.path)) continue;
-    const int around = enclosing(q.path, machine);
-    if (around < 0) continue;
-    const TargetState& t = targets_.all[static_cast<std::size_t>(around)];
-    if (t.active() || !t.gov.trim.enabled || inUnit(q.path)) continue;
-    out.push_back(UnitPick{q, t.id});
-    taken = q.path;
-    any = true;
-  }
-  return out;
+  return quietInBusyTargets(idle_.busy.scanEvery(), [&](const TargetState& around, std::string_view path) {
+    return around.gov.trim.enabled && std::none_of(targets_.all.begin(), targets_.all.end(), [&](const TargetState& t) {
+             return t.unit && within(path, t.path);
+           });
+  });
 }
 
 // After a new scan, with the candidates' memory.stat: a target aiming goes on at its cgroup while

@@ -33,19 +33,28 @@ using namespace std::chrono;
 
 // After a new scan: the quiet units, the highest of each subtree, inside a busy machine target.
 std::vector<UnitPick> Engine::quietUnits() const {
+  return quietInBusyTargets(std::nullopt, [](const TargetState&, std::string_view) { return true; });
+}
+
+// The cgroups quiet over `over` (the grace when not given) by the busy scans, the highest of each subtree that `accept` takes
+// (given the busy machine target around it), with that target.
+std::vector<UnitPick> Engine::quietInBusyTargets(
+    std::optional<nanoseconds> over, const std::function<bool(const TargetState&, std::string_view)>& accept) const {
   std::vector<UnitPick> out;
   if (!policy_.idle.units || mode_.mode != policies::Mode::Gradual) return out;
-  std::string taken;  // the last unit taken: the scan is in pre-order, its subtree follows it
+  std::string taken;  // the last cgroup taken: the scan is in pre-order, its subtree follows it
   bool any = false;
   const auto machine = machineTargets(targets_.all);
   auto belowRoot = [](std::string_view path) { return !path.empty(); };
-  for (const QuietCgroup& q : idle_.busy.quiet(policy_.idle.thresholdPercent, belowRoot)) {
+  for (const QuietCgroup& q : idle_.busy.quiet(policy_.idle.thresholdPercent, belowRoot, over)) {
     if (any && within(q.path, taken)) continue;
-    // reclaimd's own unit: its CPU is its work, not the unit's.
+    // reclaimd's own cgroup: its CPU is its work, not the cgroup's.
     if (!setup_.ownCgroup.empty() && within(setup_.ownCgroup, q.path)) continue;
     const int around = enclosing(q.path, machine);
-    if (around < 0 || targets_.all[static_cast<std::size_t>(around)].active()) continue;
-    out.push_back(UnitPick{q, targets_.all[static_cast<std::size_t>(around)].id});
+    if (around < 0) continue;
+    const TargetState& t = targets_.all[static_cast<std::size_t>(around)];
+    if (t.active() || !accept(t, q.path)) continue;
+    out.push_back(UnitPick{q, t.id});
     taken = q.path;
     any = true;
   }

@@ -210,6 +210,22 @@ TEST_F(EngineUnitsTest, ARuleGoverningTheSubtreeDecidesThere) {
   EXPECT_EQ(status().unitsTaken, 0u);
 }
 
+// Trimming on, a rule disabling a subtree: no probe is aimed into it either, and nothing there is
+// written to (a target's subtree holds no cgroup another rule governs: Decompose.h).
+TEST_F(EngineUnitsTest, NoProbeIsAimedIntoASubtreeARuleDisables) {
+  editorAndBuild();
+  sim_.addCgroup("system.slice", 0);
+  sim_.addCgroup("system.slice/busy.service", 100 * kMiB);
+  sim_.cgroup("system.slice/busy.service").cpuShare = 0.02;
+  start("rules:\n  - match: user.slice\n    mode: disabled\n");
+  run(10min);
+  ASSERT_GT(status().trimProbes, 0u) << "system.slice, busy, is trimmed";
+  EXPECT_TRUE(named("trim_aimed").empty());
+  for (const Write& w : sim_.writes())
+    EXPECT_NE(w.path.rfind("user.slice", 0), 0u) << "a write to " << w.path;
+  EXPECT_EQ(sim_.subtreeFile("user.slice/build.scope"), 600 * kMiB);
+}
+
 // With rules the tree is walked every 5 s: a unit taken in a subtree no rule governs stays a
 // target across the walks until it is done (one unit_quiet, not one per scan).
 TEST_F(EngineUnitsTest, BesideRulesAUnitStaysATargetAcrossTheWalks) {
