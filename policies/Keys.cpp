@@ -39,7 +39,7 @@ const std::array kKeys = {
     Key{"idle.units", PolicyRef<bool>([](Policy& p) -> bool& { return p.idle.units; }), {},
         "gradual mode, where no rule governs: a cgroup (a systemd unit or slice, a container, any cgroup) that used at "
         "most `threshold_percent` of one CPU over a grace period is reclaimed to `reclaim.cgroup_floor` while the "
-        "machine stays busy"},
+        "machine stays busy; until then, from two busy scans after its work, the busy machine's trim probes go to it"},
     Key{"reclaim.floor", PolicyRef<std::uint64_t>([](Policy& p) -> std::uint64_t& { return p.reclaim.floor; }),
         {0, kMaxSize}, "reclaimable memory the machine keeps in RAM: the root target's floor"},
     Key{"reclaim.cgroup_floor",
