@@ -36,8 +36,8 @@ std::vector<UnitPick> Engine::quietUnits() const {
   return quietInBusyTargets(std::nullopt, [](const TargetState&, std::string_view) { return true; });
 }
 
-// The cgroups quiet over `over` (the grace when not given) by the busy scans, the highest of each subtree that `accept` takes
-// (given the busy machine target around it), with that target.
+// The cgroups quiet over `over` (the grace when not given) by the busy scans, the highest of each
+// subtree that `accept` takes (given the busy machine target around it), with that target.
 std::vector<UnitPick> Engine::quietInBusyTargets(
     std::optional<nanoseconds> over, const std::function<bool(const TargetState&, std::string_view)>& accept) const {
   std::vector<UnitPick> out;
