@@ -1,4 +1,5 @@
 #include "controller/engine/BusyCgroups.h"
+#include "controller/engine/CgroupPaths.h"
 
 #include <algorithm>
 #include <string_view>
@@ -31,18 +32,12 @@ std::optional<nanoseconds> usedSince(const CgroupCpu& now, const ByPath& before,
   return now.usage - was.usage;
 }
 
-// "a/b/c" -> "a/b", "a" -> "" (the root).
-std::string_view parentOf(std::string_view path) {
-  const std::size_t slash = path.rfind('/');
-  return slash == std::string_view::npos ? std::string_view() : path.substr(0, slash);
-}
-
 // The cgroup `path` names, or its nearest ancestor, among those whose use is known; -1 if none.
 int nearestKnown(std::string_view path, const std::unordered_map<std::string_view, int>& known) {
   for (;;) {
     if (auto it = known.find(path); it != known.end()) return it->second;
     if (path.empty()) return -1;
-    path = parentOf(path);
+    path = parentPath(path);
   }
 }
 
@@ -163,7 +158,7 @@ std::vector<BusyCgroup> BusyCgroups::rank(const Snapshot& from, const Snapshot& 
   std::vector<nanoseconds> own = used;
   for (const auto& [path, i] : known) {
     if (path.empty()) continue;
-    if (const int parent = nearestKnown(parentOf(path), known); parent >= 0)
+    if (const int parent = nearestKnown(parentPath(path), known); parent >= 0)
       own[static_cast<std::size_t>(parent)] -= used[static_cast<std::size_t>(i)];
   }
   // reclaimd's own CPU (this scan included) is not held against the machine: take it off the

@@ -21,12 +21,6 @@ IdleConfig idleConfigOf(const policies::IdleSettings& s) {
   return IdleConfig{s.thresholdPercent, s.grace, s.interval};
 }
 
-bool within(std::string_view path, std::string_view ancestor) {
-  if (ancestor.empty()) return true;
-  return path.substr(0, ancestor.size()) == ancestor &&
-         (path.size() == ancestor.size() || path[ancestor.size()] == '/');
-}
-
 Engine::Engine(policies::Policy policy, EngineSetup setup)
     : policy_(std::move(policy)),
       setup_(std::move(setup)),

@@ -6,15 +6,10 @@
 #include <unordered_map>
 #include <vector>
 
+#include "controller/engine/CgroupPaths.h"
 #include "controller/engine/TargetState.h"
 
 namespace reclaimd::controller {
-
-// "a/b/c" -> "a/b", "a" -> "" (the root).
-inline std::string_view parentPath(std::string_view path) {
-  const std::size_t slash = path.rfind('/');
-  return slash == std::string_view::npos ? std::string_view() : path.substr(0, slash);
-}
 
 // The targets the machine-wide settings govern, in gradual mode, by path (an index into `in`).
 inline std::unordered_map<std::string_view, int> machineTargets(const std::vector<TargetState>& in) {

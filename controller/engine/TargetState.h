@@ -12,6 +12,7 @@
 #include <string>
 
 #include "base/Clock.h"
+#include "controller/engine/CgroupPaths.h"
 #include "controller/engine/Decide.h"
 #include "controller/engine/IdleDetector.h"
 #include "controller/engine/Readings.h"
@@ -110,8 +111,5 @@ struct TargetState {
 };
 
 IdleConfig idleConfigOf(const policies::IdleSettings& s);
-
-// True when `path` is `ancestor` or below it (relative paths, "" the root).
-bool within(std::string_view path, std::string_view ancestor);
 
 }  // namespace reclaimd::controller
