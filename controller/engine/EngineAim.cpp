@@ -10,7 +10,8 @@
 // after its work (EngineUnits.cpp); until then, from the first scan that finds it quiet since the
 // scan before (a quarter grace), the target's probes are written to it instead (0.8-2.5 MiB read
 // back, 0-8.2 ms). The law (TrimLaw.h) still sizes them from the target's figures and judges them
-// by the target's refaults; each is capped at what the cgroup holds above its floor. Of such
+// by the target's refaults, but their step doubles from the first probe (TrimLaw::aimed); each is
+// capped at what the cgroup holds above its floor. Of such
 // cgroups, the one with the most cache above its floor is taken (at least kUnitExcess), and kept
 // while it stays quiet. Probes go back to the whole when it is at its floor, works again, goes,
 // becomes a unit target, or gives next to nothing back (its cache locked or under writeback: not
@@ -74,6 +75,7 @@ void Engine::chooseAims(TimePoint now, const Readings& readings) {
     const auto it = best.find(t.id);
     if (t.trim.aim || it == best.end()) continue;
     t.trim.aim = it->second;
+    t.trim.law.aimed();
     emit(Severity::Info, "trim_aimed")
         .add("cgroup", t.label())
         .add("at", it->second.path)

@@ -264,10 +264,13 @@ void Engine::fillTrim(TargetStatus& ts, const TargetState& t, TimePoint now, dou
   }
   ts.trim = "probing";
   ts.trimWhy = trimmingWhy(t, keep, when, since, recent);
-  if (!t.trim.aim) return;
+  // With nothing above the target's floor no probe goes anywhere, the aim's cgroup included.
+  if (!t.trim.aim || ts.trimProbeBytes == 0) return;
   ts.trimAim = t.trim.aim->path;
-  ts.trimWhy = "probes go to " + t.trim.aim->path + ", quiet since the last scan, not to the busy cgroups' cache; " +
-               ts.trimWhy;
+  const bool judged = t.trim.settling || keep > t.floor();  // the why is not the step's
+  const std::string why = judged ? ts.trimWhy : "the step doubles each probe: no reader of its own to learn from";
+  ts.trimWhy = "probes go to " + t.trim.aim->path + ", quiet since the last scan, not to the busy cgroups' cache; ";
+  ts.trimWhy += why;
 }
 
 // Why probes are the size they are.

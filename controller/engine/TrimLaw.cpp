@@ -31,6 +31,7 @@ void TrimLaw::start(TimePoint now, std::uint64_t above, const TrimLawSettings& s
   if (holds_ == 0) startAbove_ = above;
   cleanSince_ = now;
   probing_ = above > 0;
+  aimed_ = false;
 }
 
 void TrimLaw::aimDrained(TimePoint now, std::uint64_t above, const TrimLawSettings& s) {
@@ -52,9 +53,12 @@ void TrimLaw::probed(TimePoint now, std::uint64_t above, const TrimLawSettings& 
   // nor does a pause, and the first probe after either starts the stretch again.
   if (above == 0 || !probing_) cleanSince_ = now;
   probing_ = above > 0;
-  if (now - cleanSince_ < cleanStretch(s)) return;
-  holds_ = 0;
-  grewInRow_ = false;
+  if (now - cleanSince_ >= cleanStretch(s)) {
+    holds_ = 0;
+    grewInRow_ = false;
+  } else if (!aimed_ || above == 0) {
+    return;
+  }
   // Saturating: a step near 2^63 stays where it is rather than wrapping.
   const std::uint64_t doubled = step_ > UINT64_MAX / 2 ? step_ : 2 * step_;
   step_ = std::max(step_, std::min(doubled, cap(above, s)));

@@ -6,14 +6,15 @@
 // twice (classic LRU's workingset activation, MGLRU's tiers) gives some of it up at first
 // contact, learns from the refault, and keeps it from then on. So:
 // - Probes start at the smallest step. A refault puts the step back there; a clean stretch (half
-//   the idle grace: longer than the work's re-reads that matter) with no refault doubles it
-//   every probe, up to a quarter of what lies above the floor and the reclaim chunk, so cold
-//   cache goes in minutes once the kernel knows what is hot. The stretch is the probes' time:
-//   where none could be sent (the target at its floor, or waiting out heavy work) it starts
-//   again at the first probe after. Waiting is no evidence: the work's hot set, older than the
-//   cache the work just left, is what the next probes meet first on a classic LRU, and probes
-//   that doubled at once after the work (4, 8, 16 MiB within a second) stalled 6.1's workload
-//   64-615 ms against 13-65 where they did not (the matrix's base cell).
+//   the idle grace: longer than the work's re-reads that matter) with no refault doubles it every
+//   probe, up to a quarter of what lies above the floor and the reclaim chunk, so cold cache goes
+//   in minutes once the kernel knows what is hot (probes aimed at a quiet cgroup double from the
+//   first: aimed()). The stretch is the probes' time: where none could be sent (the target at its
+//   floor, or waiting out heavy work) it starts again at the first probe after. Waiting is no
+//   evidence: the work's hot set, older than the cache the work just left, is what the next probes
+//   meet first on a classic LRU, and probes that doubled at once after the work (4, 8, 16 MiB
+//   within a second) stalled 6.1's workload 64-615 ms against 13-65 where they did not (the
+//   matrix's base cell).
 // - Except, before the first hold of a row, a refault that ends a round whose bytes came back
 //   (three quarters or more) activated, counted as workingset_activate_file (kept ahead of the
 //   cold cache from then on): the next probe is as large as that whole round (at least twice
@@ -139,6 +140,16 @@ class TrimLaw {
   // judged as usual (a third of each round back, under the half that holds), probes of the
   // last 22 MiB above the machine's floor read 13 MiB of a busy neighbour's hot set back.
   void aimDrained(TimePoint now, std::uint64_t above, const TrimLawSettings& s);
+  // The probes now go to a quiet cgroup inside the target (EngineAim.cpp): the step doubles every
+  // probe from here on, without waiting for a clean stretch, until start() (the probes back to the
+  // whole). The stretch is there for the kernel to learn what its readers use; a cgroup whose work
+  // ended has no reader of its own to learn from. A refault still puts the step back to the
+  // smallest and half of what the probes freed coming back still holds: pages of that cgroup a busy
+  // one reads (a file both use) are judged as any. Waiting for the stretch, the work's cache left
+  // beside a busy background (the matrix's bg cells) reached the bound 0.4-1 minute later (2.1-2.5
+  // minutes against 1.5-1.9; on 6.1 the whole's first probes had met the background's hot set and
+  // started the stretch again just before the aim).
+  void aimed() { aimed_ = true; }
   // A probe freed `bytes`.
   void freed(std::uint64_t bytes);
   // Refaults jumped after a probe, the target at `reclaimable` with `total` read back in all (its
@@ -191,6 +202,7 @@ class TrimLaw {
   std::uint64_t startAbove_ = 0;              // over the floor when probing began
   bool grewInRow_ = false;                    // a refault grew the step to its round since the row began
   bool drained_ = false;                      // aimDrained(), and no round judged since
+  bool aimed_ = false;                        // aimed(), and no start() since
   StepAnswer lastAnswer_ = StepAnswer::Smallest;
   Round lastRound_;
   unsigned holds_ = 0;  // in a row, without a clean stretch between them

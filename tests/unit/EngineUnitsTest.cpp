@@ -304,6 +304,8 @@ TEST_F(EngineUnitsTest, ProbesGoToTheCgroupWhoseWorkEndedNotToTheBusySiblingsHot
   EXPECT_EQ(*aimed[0].field("cgroup"), "/");
   EXPECT_EQ(*aimed[0].field("at"), "work");
   EXPECT_NE(status().targets.at(0).trimAim.find("work"), std::string::npos) << "status says where probes go";
+  EXPECT_NE(status().targets.at(0).trimWhy.find("doubles each probe"), std::string::npos)
+      << status().targets.at(0).trimWhy;
   const std::size_t from = sim_.writes().size();
   const std::uint64_t refaults = sim_.cgroup("bg").refaults;
   std::uint64_t largest = 0;
@@ -314,6 +316,10 @@ TEST_F(EngineUnitsTest, ProbesGoToTheCgroupWhoseWorkEndedNotToTheBusySiblingsHot
     EXPECT_EQ(w.path, "work") << "a write to " << w.path;
     largest = std::max(largest, w.bytes);
   }
+  // No clean stretch to wait for (the cgroup has no reader of its own): they double from the first.
+  ASSERT_GE(writes.size(), 3u);
+  EXPECT_EQ(writes[1].bytes, 2 * writes[0].bytes);
+  EXPECT_EQ(writes[2].bytes, 2 * writes[1].bytes);
   EXPECT_EQ(sim_.cgroup("bg").refaults, refaults) << "nothing more of the sibling's hot set was taken";
   EXPECT_GT(status().trimProbes, 0u) << "probes, not only the unit's steps";
   // At its floor (a unit now), the probes go back to the whole as at their start (trim.percent of
@@ -343,6 +349,23 @@ TEST_F(EngineUnitsTest, AnAimGoesOnToTheFloorBelowWhatItTookToBeAimedAt) {
   EXPECT_EQ(*named("trim_unaimed")[0].field("reason"), "it is at its floor");
   EXPECT_LE(sim_.subtreeFile("work"), 17 * kMiB);
   EXPECT_EQ(status().unitsTaken, 0u) << "before its grace";
+}
+
+// The machine reaches its floor while the cgroup aimed at is still above its own: no probe goes
+// anywhere, and status does not say that probes go there.
+TEST_F(EngineUnitsTest, AtTheMachinesFloorStatusSaysNoProbeGoesToTheAim) {
+  sim_.addCgroup("bg", 60 * kMiB);
+  sim_.addCgroup("work", 100 * kMiB);  // 160 MiB in all: 32 over the machine's floor
+  heavyWorkEnds("idle:\n  grace: 2m\ntrim:\n  interval: 1s\n", 150s);
+  ASSERT_TRUE(runUntil([&] { return count("trim_aimed") > 0; }, 2min));
+  ASSERT_TRUE(runUntil([&] { return fileMiB("") <= 129; }, 2min)) << "the machine at its floor";
+  run(10s);
+  EXPECT_TRUE(named("trim_unaimed").empty()) << "the aim stays for when the machine grows again";
+  EXPECT_GT(fileMiB("work"), 40) << "the cgroup aimed at is above its own floor";
+  const controller::TargetStatus t = status().targets.at(0);
+  EXPECT_EQ(t.trim, "probing");
+  EXPECT_EQ(t.trimProbeBytes, 0u);
+  EXPECT_EQ(t.trimAim, "") << t.trimWhy;
 }
 
 // The cgroup aimed at holds cache the kernel does not give up (locked, under writeback): a probe

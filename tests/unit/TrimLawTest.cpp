@@ -533,6 +533,36 @@ TEST(TrimLaw, AfterAnAimDrainedTheFirstRoundBackMarksTheBottom) {
   }
 }
 
+// Probes aimed at a quiet cgroup double every probe, without the clean stretch; a refault puts
+// the step back to the smallest and growth goes on at the next probe; back to the whole, the
+// stretch again.
+TEST(TrimLaw, AimedProbesDoubleWithoutWaitingForACleanStretch) {
+  for (const bool aimed : {true, false}) {
+    TrimLaw law;
+    TimePoint t{};
+    law.start(t, 400 * kMiB, kDefault);
+    if (aimed) law.aimed();
+    std::vector<std::uint64_t> steps;
+    for (int i = 0; i < 4; ++i) {
+      law.probed(t += 6s, 400 * kMiB, kDefault);
+      steps.push_back(law.step() / kMiB);
+    }
+    const std::vector<std::uint64_t> expected = aimed ? std::vector<std::uint64_t>{8, 16, 32, 64}
+                                                      : std::vector<std::uint64_t>{4, 4, 4, 4};
+    EXPECT_EQ(steps, expected) << (aimed ? "aimed" : "the whole");
+    if (!aimed) continue;
+    law.refaulted(t += 1s, 300 * kMiB, notActivated(0), kDefault);  // the count to judge by
+    law.freed(64 * kMiB);
+    EXPECT_FALSE(law.refaulted(t += 1s, 300 * kMiB, notActivated(4 * kMiB), kDefault));
+    EXPECT_EQ(law.step(), 4 * kMiB) << "a refault: the smallest step";
+    law.probed(t += 6s, 300 * kMiB, kDefault);
+    EXPECT_EQ(law.step(), 8 * kMiB) << "and growth goes on";
+    law.start(t, 300 * kMiB, kDefault);  // the aim ended
+    law.probed(t += 6s, 300 * kMiB, kDefault);
+    EXPECT_EQ(law.step(), 4 * kMiB) << "the whole waits for a clean stretch";
+  }
+}
+
 TEST(TrimLaw, HugeFiguresSaturate) {
   TrimLaw law;
   const std::uint64_t huge = ~std::uint64_t{0};
