@@ -3,24 +3,23 @@
 // A target the machine-wide settings govern (the root, without rules) is probed as a whole, and
 // the kernel spreads a probe of the whole over every cgroup below in proportion to its size: the
 // busy ones' hot sets too. Where the work that left the cold cache ran in a cgroup of its own (a
-// build's scope, a finished job's slice) and a light load goes on beside it (an editor's
-// service), that hot set is what the probes meet that the machine still uses: in the never-idle
-// matrix on 6.1, with the background process in a sibling cgroup, probes of the root read 33-40
-// MiB of its hot set back and stalled it 37-122 ms. Such a cgroup becomes a unit target a grace
-// after its work (EngineUnits.cpp); until then, from the first scan that finds it quiet since the
-// scan before (a quarter grace), the target's probes are written to it instead (0.8-2.5 MiB read
-// back, 0-8.2 ms). The law (TrimLaw.h) still sizes them from the target's figures and judges them
-// by the target's refaults, but their step doubles from the first probe (TrimLaw::aimed); each is
-// capped at what the cgroup holds above its floor. Of such
-// cgroups, the one with the most cache above its floor is taken (at least kUnitExcess), and kept
-// while it stays quiet. Probes go back to the whole when it is at its floor, works again, goes,
-// becomes a unit target, or gives next to nothing back (its cache locked or under writeback: not
-// aimed at again until it holds a chunk more). They start again from the first step: the whole
-// holds the busy cgroups' hot sets, and a step grown on cold cache would take a large piece of
-// them at once; and where the cgroup's cache went, the first round that brings anything back marks
-// the bottom (TrimLaw::aimDrained). An aimed probe is measured on the target, as any: a cgroup
-// whose probe freed a chunk while the rest of the target grew as much looks like one that gave
-// nothing, and is left to its grace.
+// build's scope, a finished job's slice) and a light load goes on beside it (an editor's service),
+// that hot set is what the probes meet that the machine still uses: in the never-idle matrix on
+// 6.1, with the background process in a sibling cgroup, probes of the root read 33-40 MiB of its
+// hot set back and stalled it 37-122 ms. Such a cgroup becomes a unit target a grace after its work
+// (EngineUnits.cpp); until then, from the first scan that finds it quiet since the scan before (a
+// quarter grace), the target's probes are written to it instead (0.8-2.5 MiB read back, 0-8.2 ms).
+// The law (TrimLaw.h) still sizes them from the target's figures and judges them by the target's
+// refaults, but their step doubles from the first probe (TrimLaw::aimed); each is capped at what
+// the cgroup holds above its floor. Of such cgroups, the one with the most cache above its floor is
+// taken (at least kUnitExcess), and kept while it stays quiet. Probes go back to the whole when it
+// is at its floor, works again, goes, becomes a unit target, or gives next to nothing back (its
+// cache locked or under writeback: not aimed at again until it holds a chunk more). They start
+// again from the first step: the whole holds the busy cgroups' hot sets, and a step grown on cold
+// cache would take a large piece of them at once; and where the cgroup's cache went, the first
+// round that brings anything back marks the bottom (TrimLaw::aimDrained). An aimed probe is
+// measured on the target, as any: a cgroup whose probe freed a chunk while the rest of the target
+// grew as much looks like one that gave nothing, and is left to its grace.
 #include <algorithm>
 #include <string_view>
 #include <unordered_map>
