@@ -1,12 +1,12 @@
 // Aiming: a busy target's probes written to the cgroup inside it whose work has ended.
 //
-// A target the machine-wide settings govern (the root, without rules) is probed as a whole, and
-// the kernel spreads a probe of the whole over every cgroup below in proportion to its size: the
-// busy ones' hot sets too. Where the work that left the cold cache ran in a cgroup of its own (a
-// build's scope, a finished job's slice) and a light load goes on beside it (an editor's service),
-// that hot set is what the probes meet that the machine still uses: in the never-idle matrix on
-// 6.1, with the background process in a sibling cgroup, probes of the root read 33-40 MiB of its
-// hot set back and stalled it 37-122 ms. Such a cgroup becomes a unit target a grace after its work
+// A target the machine-wide settings govern (the root, without rules) is probed as a whole, and the
+// kernel spreads a probe of the whole over every cgroup below in proportion to its size: the busy
+// ones' hot sets too. Where the work that left the cold cache ran in a cgroup of its own (a build's
+// scope, a finished job's slice) and a light load goes on beside it (an editor's service), that hot
+// set is what the probes meet that the machine still uses: in the never-idle matrix on 6.1, with
+// the background process in a sibling cgroup, probes of the root read 33-40 MiB of its hot set back
+// and stalled it 37-122 ms. Such a cgroup becomes a unit target a grace after its work
 // (EngineUnits.cpp); until then, from the first scan that finds it quiet since the scan before (a
 // quarter grace), the target's probes are written to it instead (0.8-2.5 MiB read back, 0-8.2 ms).
 // The law (TrimLaw.h) still sizes them from the target's figures and judges them by the target's
@@ -14,12 +14,13 @@
 // the cgroup holds above its floor. Of such cgroups, the one with the most cache above its floor is
 // taken (at least kUnitExcess), and kept while it stays quiet. Probes go back to the whole when it
 // is at its floor, works again, goes, becomes a unit target, or gives next to nothing back (its
-// cache locked or under writeback: not aimed at again until it holds a chunk more). They start
-// again from the first step: the whole holds the busy cgroups' hot sets, and a step grown on cold
-// cache would take a large piece of them at once; and where the cgroup's cache went, the first
-// round that brings anything back marks the bottom (TrimLaw::aimDrained). An aimed probe is
-// measured on the target, as any: a cgroup whose probe freed a chunk while the rest of the target
-// grew as much looks like one that gave nothing, and is left to its grace.
+// cache locked or under writeback: not aimed at again until it holds a chunk more; one taken to its
+// floor is not aimed at again while quiet: TrimState::drained). They start again from the first
+// step: the whole holds the busy cgroups' hot sets, and a step grown on cold cache would take a
+// large piece of them at once; and where the cgroup's cache went, the first round that brings
+// anything back marks the bottom (TrimLaw::aimDrained). An aimed probe is measured on the target,
+// as any: a cgroup whose probe freed a chunk while the rest of the target grew as much looks like
+// one that gave nothing, and is left to its grace.
 #include <algorithm>
 #include <string_view>
 #include <unordered_map>
@@ -49,12 +50,17 @@ void Engine::chooseAims(TimePoint now, const Readings& readings) {
   const std::uint64_t floor = policy_.governance(-1, false).floor;
   std::unordered_map<std::uint32_t, TrimState::Aim> best;
   std::unordered_map<std::uint32_t, TrimState::Aim> still;  // the current aim, quiet and read
+  std::unordered_map<std::uint32_t, bool> drainedQuiet;     // the drained aim's cgroup is still quiet
   for (const UnitPick& u : turn_.tick->aimPicks) {
+    const TargetState* t = target(u.within);
+    if (t && t->trim.drained && t->trim.drained->path == u.quiet.path && t->trim.drained->inode == u.quiet.inode) {
+      drainedQuiet[u.within] = true;
+      continue;
+    }
     const Result<MemoryReading>* m = readings.memoryOf(CgroupRef{u.quiet.path, u.quiet.inode});
     // Taken as a unit this turn, or gone or unreadable (the next scan sees).
     if (unitAt(u.quiet.path) || !m || !*m) continue;
     const TrimState::Aim aim{u.quiet.path, u.quiet.inode, (*m)->reclaimable, floor};
-    const TargetState* t = target(u.within);
     if (t && t->trim.aim && t->trim.aim->path == aim.path && t->trim.aim->inode == aim.inode)
       still.emplace(u.within, aim);
     if (aim.reclaimable < floor + kUnitExcess || refusedAim(u.within, u.quiet, aim.reclaimable)) continue;
@@ -63,6 +69,7 @@ void Engine::chooseAims(TimePoint now, const Readings& readings) {
   }
   for (TargetState& t : targets_.all) {
     if (t.unit || t.gone) continue;
+    if (!drainedQuiet.count(t.id)) t.trim.drained.reset();  // it worked, went, or is a unit
     if (t.trim.aim) {
       if (const auto s = still.find(t.id); s != still.end())
         t.trim.aim = s->second;
@@ -117,7 +124,9 @@ void Engine::measureAim(TargetState& t, TimePoint now, const Readings& readings)
   if (!m) return;  // not asked this turn
   if (!*m) return unaim(t, now, "its memory.stat could not be read: " + m->error().message(), false);
   aim.reclaimable = (*m)->reclaimable;
-  if (atFloor(aim.reclaimable, aim.floor)) unaim(t, now, "it is at its floor", true);
+  if (!atFloor(aim.reclaimable, aim.floor)) return;
+  t.trim.drained = aim;
+  unaim(t, now, "it is at its floor", true);
 }
 
 // Probes go back to the whole, from the smallest step (judged by the same refaults: the

@@ -368,6 +368,25 @@ TEST_F(EngineUnitsTest, AtTheMachinesFloorStatusSaysNoProbeGoesToTheAim) {
   EXPECT_EQ(t.trimAim, "") << t.trimWhy;
 }
 
+// The cgroup aimed at holds pages a busy cgroup reads (a file both use: the build's output an
+// editor opens), re-read every 20 s. The aimed probes take its cold cache and then, faster than
+// the reads come back, those pages down to its floor: read back once. It is not aimed at again
+// while it stays quiet (what it holds now came back from disk): aimed at each scan, the probes
+// took them to the floor twice more, and 252 MiB came back in all.
+TEST_F(EngineUnitsTest, ACgroupAnAimTookToItsFloorIsNotAimedAtAgainWhileQuiet) {
+  sim_.addCgroup("bg", 300 * kMiB);
+  sim_.addCgroup("work", 600 * kMiB);
+  sim_.cgroup("work").hot = 100 * kMiB;
+  sim_.cgroup("work").rereadEvery = 20s;
+  heavyWorkEnds("idle:\n  grace: 2m\ntrim:\n  interval: 1s\n", 150s);
+  ASSERT_TRUE(runUntil([&] { return count("trim_unaimed") > 0; }, 2min));
+  EXPECT_EQ(*named("trim_unaimed")[0].field("reason"), "it is at its floor");
+  run(20min);
+  EXPECT_EQ(count("trim_aimed"), 1u);
+  EXPECT_LE(sim_.cgroup("work").refaults * 4096, 100 * kMiB) << "read back once";
+  EXPECT_NEAR(fileMiB("work"), 100, 1) << "what the busy cgroup reads stays";
+}
+
 // The cgroup aimed at holds cache the kernel does not give up (locked, under writeback): a probe
 // there frees next to nothing, and the probes go back to the whole (its cold cache elsewhere is
 // trimmed) and are not aimed at that cgroup again while it holds no more.
