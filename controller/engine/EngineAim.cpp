@@ -24,6 +24,7 @@
 #include <algorithm>
 #include <string_view>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "controller/engine/Engine.h"
 #include "controller/engine/MachineTargets.h"
@@ -50,11 +51,11 @@ void Engine::chooseAims(TimePoint now, const Readings& readings) {
   const std::uint64_t floor = policy_.governance(-1, false).floor;
   std::unordered_map<std::uint32_t, TrimState::Aim> best;
   std::unordered_map<std::uint32_t, TrimState::Aim> still;  // the current aim, quiet and read
-  std::unordered_map<std::uint32_t, bool> drainedQuiet;     // the drained aim's cgroup is still quiet
+  std::unordered_set<std::uint32_t> drainedQuiet;           // targets whose drained aim is still quiet
   for (const UnitPick& u : turn_.tick->aimPicks) {
     const TargetState* t = target(u.within);
     if (t && t->trim.drained && t->trim.drained->path == u.quiet.path && t->trim.drained->inode == u.quiet.inode) {
-      drainedQuiet[u.within] = true;
+      drainedQuiet.insert(u.within);
       continue;
     }
     const Result<MemoryReading>* m = readings.memoryOf(CgroupRef{u.quiet.path, u.quiet.inode});
