@@ -54,7 +54,7 @@ void Engine::chooseAims(TimePoint now, const Readings& readings) {
   std::unordered_set<std::uint32_t> drainedQuiet;           // targets whose drained aim is still quiet
   for (const UnitPick& u : turn_.tick->aimPicks) {
     const TargetState* t = target(u.within);
-    if (t && t->trim.drained && t->trim.drained->path == u.quiet.path && t->trim.drained->inode == u.quiet.inode) {
+    if (t && t->trim.drained && t->trim.drained->is(u.quiet.path, u.quiet.inode)) {
       drainedQuiet.insert(u.within);
       continue;
     }
@@ -62,7 +62,7 @@ void Engine::chooseAims(TimePoint now, const Readings& readings) {
     // Taken as a unit this turn, or gone or unreadable (the next scan sees).
     if (unitAt(u.quiet.path) || !m || !*m) continue;
     const TrimState::Aim aim{u.quiet.path, u.quiet.inode, (*m)->reclaimable, floor};
-    if (t && t->trim.aim && t->trim.aim->path == aim.path && t->trim.aim->inode == aim.inode)
+    if (t && t->trim.aim && t->trim.aim->is(aim.path, aim.inode))
       still.emplace(u.within, aim);
     if (aim.reclaimable < floor + kUnitExcess || refusedAim(u.within, u.quiet, aim.reclaimable)) continue;
     auto [it, fresh] = best.try_emplace(u.within, aim);
@@ -108,7 +108,7 @@ bool Engine::refusedAim(std::uint32_t id, const QuietCgroup& q, std::uint64_t re
   const TargetState* t = target(id);
   if (!t || !t->trim.refused) return false;
   const TrimState::Aim& r = *t->trim.refused;
-  return r.path == q.path && r.inode == q.inode && reclaimable < r.reclaimable + policy_.reclaim.chunk;
+  return r.is(q.path, q.inode) && reclaimable < r.reclaimable + policy_.reclaim.chunk;
 }
 
 bool Engine::unitAt(std::string_view path) const {

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "base/Clock.h"
 #include "controller/engine/CgroupPaths.h"
@@ -49,6 +50,7 @@ struct TrimState {
     std::uint64_t inode = 0;
     std::uint64_t reclaimable = 0;  // as last measured
     std::uint64_t floor = 0;
+    bool is(std::string_view p, std::uint64_t i) const { return path == p && inode == i; }
   };
   std::optional<Aim> aim;
   // The last cgroup aimed at whose probe freed next to nothing (its cache does not go: locked,
