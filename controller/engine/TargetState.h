@@ -57,9 +57,11 @@ struct TrimState {
   // under writeback), as it was then: not aimed at again until it holds a chunk more.
   std::optional<Aim> refused;
   // The last cgroup an aim took to its floor, while it stays quiet: not aimed at again. What it
-  // holds since came back from disk (pages a busy cgroup reads: a file both use) or is new, and
-  // its grace takes it as a unit; aimed at again, the probes took those pages to the floor at
-  // every scan (the engine's simulation: a 100 MiB set read every 20 s read back twice more).
+  // holds since came back from disk or is new: pages a reader of its own uses, one too light to
+  // count as work (a reader in another cgroup takes what it reads back into its own: the kernel
+  // charges a page to the cgroup that reads it in). Its grace takes it as a unit; aimed at again,
+  // the probes took those pages to the floor at every scan (the engine's simulation: a 100 MiB
+  // set read every 20 s read back twice more).
   std::optional<Aim> drained;
   std::uint64_t bytes = 0;   // freed by probes, in total
   std::uint64_t probes = 0;  // probes written

@@ -65,6 +65,8 @@ class Cell(NamedTuple):
     hot_mode: str      # read | mmap (a process that keeps the mapping and touches it)
     bg: str            # same | apart | unit
     hot_start: str = "before"  # before the work | mid (between its two halves of cold files)
+    hot_owner: str = "bg"      # bg | work: the work's cgroup read the hot set first, so its pages
+    #                            are charged there (a build's output an editor keeps opening)
 
 
 BASE = Cell("twice", 20, 20, "read", "same")
@@ -79,6 +81,7 @@ CELLS = {
     "bg-apart": BASE._replace(bg="apart"),
     "bg-unit": BASE._replace(bg="unit"),
     "hot-mid": BASE._replace(hot_start="mid"),
+    "bg-shared": BASE._replace(bg="apart", hot_owner="work"),
 }
 KINDS = ("none", "seed-gradual", "default", "damon", "damos")
 NO_DAEMON = ("none", "damon", "damos")  # the kinds that run no reclaimd
@@ -137,7 +140,7 @@ def guest_env(cell, cfg, scale, minutes, phase=0.0):
     hot_file, hot_mib = HOT[cell.hot_pct]
     return {"CONTROLLER": "reclaimd" if cfg.binary else cfg.kind, "COLD": cell.cold, "HOT_FILE": hot_file,
             "HOT_MIB": hot_mib, "HOT_START": cell.hot_start,
-            "HOT_MODE": cell.hot_mode, "HOT_PERIOD_MS": max(500, int(cell.hot_period_s * scale * 1000)),
+            "HOT_MODE": cell.hot_mode, "HOT_OWNER": "work.slice" if cell.hot_owner == "work" else "", "HOT_PERIOD_MS": max(500, int(cell.hot_period_s * scale * 1000)),
             "BG_CGROUP": BG[cell.bg], "WARM_MS": int((WARM_MIN * 60 + phase * cell.hot_period_s) * scale * 1000),
             "OBSERVE_MS": int(minutes * 60 * scale * 1000),
             "DAMON_MIN_AGE_US": int(DAMON_MIN_AGE * scale * 1e6), "DAMOS_INTERVAL_US": int(GRACE * scale * 1e6)}

@@ -368,11 +368,11 @@ TEST_F(EngineUnitsTest, AtTheMachinesFloorStatusSaysNoProbeGoesToTheAim) {
   EXPECT_EQ(t.trimAim, "") << t.trimWhy;
 }
 
-// The cgroup aimed at holds pages a busy cgroup reads (a file both use: the build's output an
-// editor opens), re-read every 20 s. The aimed probes take its cold cache and then, faster than
-// the reads come back, those pages down to its floor: read back once. It is not aimed at again
-// while it stays quiet (what it holds now came back from disk): aimed at each scan, the probes
-// took them to the floor twice more, and 252 MiB came back in all.
+// The cgroup aimed at holds pages a reader of its own re-reads every 20 s, one too light to count
+// as work (the simulation charges it no CPU). The aimed probes take its cold cache and then,
+// faster than the reads come back, those pages down to its floor: read back once, into the same
+// cgroup. It is not aimed at again while it stays quiet (what it holds now came back from disk):
+// aimed at each scan, the probes took them to the floor twice more, and 252 MiB came back in all.
 TEST_F(EngineUnitsTest, ACgroupAnAimTookToItsFloorIsNotAimedAtAgainWhileQuiet) {
   sim_.addCgroup("bg", 300 * kMiB);
   sim_.addCgroup("work", 600 * kMiB);

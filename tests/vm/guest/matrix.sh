@@ -17,7 +17,9 @@
 # (read | mmap), HOT_PERIOD_MS, BG_CGROUP (work.slice | bg.slice | system.slice/editor.service),
 # BURN_MS (20), WARM_MS, OBSERVE_MS, DAMON_MIN_AGE_US, DAMOS_INTERVAL_US, LRU_GEN (set: the
 # @@LRUGEN lines),
-# HOT_START (before | mid), HOT_MIB (the hot set's size: with mid, read once before the rest).
+# HOT_START (before | mid), HOT_MIB (the hot set's size: with mid, read once before the rest),
+# HOT_OWNER (a cgroup that reads the hot set once before the reader starts, so its pages are
+# charged there; empty: none).
 # Lines for the host:
 #   @@MARK hot_start | work_start | work_end | end   (lib.sh)
 #   @@SAMPLE t_ms=.. file_kib=.. hot_read=.. psi_us=.. psi_wl_us=.. refault=.. nr_active_file=.. ...
@@ -31,6 +33,8 @@
 #   @@DAMON key=value ...   what DAMON_RECLAIM was set to, and its figures at the end
 #   @@DAMOS key=value ...   the same of the DAMON scheme (damos_on)
 #   @@EXIT matrix code=..   reclaimd's exit status on SIGTERM (0 when there is none)
+#   @@CGFILE work_end|end work.slice=KiB [BG_CGROUP=KiB]   each cgroup's file cache (memory.stat):
+#     where the hot set is charged (a page belongs to the cgroup that read it in)
 #   @@LRUGEN t_ms=.. LINE    with LRU_GEN, every fifth sample: work.slice's block of
 #     /sys/kernel/debug/lru_gen_full (MGLRU's generations, their ages and sizes, and per tier
 #     what was refaulted, evicted and protected), one line each
@@ -203,6 +207,17 @@ lru_gen() {
 	done </sys/kernel/debug/lru_gen_full
 }
 
+# cg_files TAG: the file cache of work.slice and of BG_CGROUP (lib.sh's cg_file).
+cg_files() {
+	cg_file work.slice
+	_out="@@CGFILE $1 work.slice=$CGF"
+	if [ "$BG_CGROUP" != work.slice ]; then
+		cg_file "$BG_CGROUP"
+		_out="$_out $BG_CGROUP=$CGF"
+	fi
+	echo "$_out"
+}
+
 # sleep_sampling MS: sample every second for MS ms.
 sleep_sampling() {
 	now_ms
@@ -246,13 +261,19 @@ work_reads() {
 	esac
 }
 
-# hot_starts: the hot reader starts and has read its hot set once (at most 60 s).
+# hot_starts: the hot reader starts and has read its hot set once (at most 60 s); with
+# HOT_OWNER, that cgroup reads it first and the reader finds it cached.
 hot_starts() {
+	_want=$((${HOT_MIB:-0} * 1048576))
+	if [ -n "${HOT_OWNER:-}" ]; then
+		sh -c "echo \$\$ >$R/$HOT_OWNER/cgroup.procs && exec cat $HOT_FILE" >/dev/null
+		_want=0
+	fi
 	sh /tmp/hot.sh "$BG_CGROUP" &
 	HOT=$!
 	mark hot_start
 	_i=0
-	while hot_read; [ "$HOT_READ" -lt $((${HOT_MIB:-0} * 1048576)) ] && [ $_i -lt 600 ]; do
+	while hot_read; [ "$HOT_READ" -lt $_want ] && [ $_i -lt 600 ]; do
 		sleep 0.1
 		_i=$((_i + 1))
 	done
@@ -272,10 +293,12 @@ else
 fi
 mark work_end
 mem work_end
+cg_files work_end
 sleep_sampling "${OBSERVE_MS:-50000}"
 sample
 mark end
 mem end
+cg_files end
 damon_figures
 _code=0
 if [ -n "$PID" ]; then
