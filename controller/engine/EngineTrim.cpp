@@ -145,7 +145,10 @@ void Engine::planTrims(const proc::Meminfo& mem, TimePoint now, std::uint64_t us
 void Engine::scheduleTrims(TimePoint now) {
   for (TargetState& t : targets_.all) {
     if (!trimDue(t, now) || !t.measured) continue;
-    const std::uint64_t above = t.measured->reclaimable - std::min(t.measured->reclaimable, trimKeep(t, now));
+    // The last megabytes a probe would not ask are nothing above for the law: no probe met them.
+    const std::uint64_t keep = trimKeep(t, now);
+    const std::uint64_t reclaimable = t.measured->reclaimable;
+    const std::uint64_t above = atFloor(reclaimable, keep) ? 0 : reclaimable - keep;
     if (t.trim.baselined) t.trim.law.probed(now, above, trimLaw(t));
     else t.trim.law.start(now, above, trimLaw(t));
     if (!t.trim.baselined) {

@@ -21,11 +21,15 @@ std::uint64_t percentOf(std::uint64_t bytes, double percent) {
   return share >= 18446744073709551615.0 ? bytes : static_cast<std::uint64_t>(share);
 }
 
+// The step probing starts with at `above` over the floor: `percent` of it, within the caps.
+std::uint64_t firstStep(std::uint64_t above, const TrimLawSettings& s) {
+  return std::min(std::max(percentOf(above, s.percent), s.minStep), cap(above, s));
+}
+
 }  // namespace
 
 void TrimLaw::start(TimePoint now, std::uint64_t above, const TrimLawSettings& s) {
-  const std::uint64_t share = percentOf(above, s.percent);
-  step_ = std::min(std::max(share, s.minStep), cap(above, s));
+  step_ = firstStep(above, s);
   above_ = above;
   roundAbove_ = above;
   if (holds_ == 0) startAbove_ = above;
@@ -50,8 +54,10 @@ void TrimLaw::probed(TimePoint now, std::uint64_t above, const TrimLawSettings& 
   above_ = above;
   // Nothing to probe (at the floor, or at the bottom a hold showed) is no clean stretch: no
   // probe met the work's cache. Waiting there neither grows the step nor ends the escalation;
-  // nor does a pause, and the first probe after either starts the stretch again.
+  // nor does a pause, and the first probe after either starts the stretch again. With nothing
+  // above, the step starts again too: what lies above later is cache it was not grown on.
   if (above == 0 || !probing_) cleanSince_ = now;
+  if (above == 0) step_ = firstStep(above, s);
   probing_ = above > 0;
   if (now - cleanSince_ >= cleanStretch(s)) {
     holds_ = 0;

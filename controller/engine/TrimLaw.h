@@ -14,7 +14,13 @@
 //   evidence: the work's hot set, older than the cache the work just left, is what the next probes
 //   meet first on a classic LRU, and probes that doubled at once after the work (4, 8, 16 MiB
 //   within a second) stalled 6.1's workload 64-615 ms against 13-65 where they did not (the
-//   matrix's base cell).
+//   matrix's base cell). At the floor the step starts again too: what lies above later is new
+//   cache, and a step grown on the cache that went knows nothing of it (a machine at its floor, a
+//   rebuild's heavy rounds over it: a 64 MiB step kept took 64 MiB of the rebuild's working set at
+//   the first turn between two rounds, 31 MiB of it read back within the rounds, 6.12). Not after
+//   a pause for heavy work: the read that brings back a round that grew can be heavy work, and
+//   the step at the smallest again there started the contact over (6.12, the cache read through
+//   a mapping: rounds of 2, 4 and 12 MiB, all back, after one of 54 that was).
 // - Except, before the first hold of a row, a refault that ends a round whose bytes came back
 //   (three quarters or more) activated, counted as workingset_activate_file (kept ahead of the
 //   cold cache from then on): the next probe is as large as that whole round (at least twice
@@ -128,8 +134,9 @@ class TrimLaw {
   // The next probe's size with `above` bytes over the floor: the step, but never more than a
   // quarter of `above` (or the smallest step), nor more than `above`.
   std::uint64_t size(std::uint64_t above, const TrimLawSettings& s) const;
-  // A probe is due at `now` with `above` bytes over the floor (or the bottom): after a clean
-  // stretch the step doubles; with nothing above, the stretch starts again at the next probe.
+  // A probe is due at `now` with `above` bytes over the floor (or the bottom; 0 where no probe
+  // could ask anything): after a clean stretch the step doubles; with nothing above the stretch
+  // and the step start again, after a pause the stretch.
   void probed(TimePoint now, std::uint64_t above, const TrimLawSettings& s);
   // No probe is due while heavy work runs: the stretch starts again at the next probe.
   void paused() { probing_ = false; }

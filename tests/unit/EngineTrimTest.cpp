@@ -175,6 +175,26 @@ TEST_F(EngineTrimTest, WaitingOutHeavyWorkDoesNotGrowTheProbes) {
     EXPECT_EQ(sim_.writes()[i].bytes, first) << "probe " << i - before << " after the heavy work";
 }
 
+// Probes grown on cold cache bring the machine to its floor, where it rests under a megabyte
+// above it (no probe would ask that), then a rebuild reads 300 MiB of its own. The first probe
+// after is the smallest step: a step grown on the cache that went would take a large piece of the
+// rebuild's working set at once (64 MiB: 31 MiB read back within its rounds, 6.12).
+TEST_F(EngineTrimTest, AtTheFloorTheStepStartsAgain) {
+  sim_.addCgroup("work", 2000 * kMiB);
+  sim_.setMachineBusy(0.04);
+  start("trim:\n  min_step: 2MiB\n");
+  ASSERT_TRUE(runUntil([&] { return !sim_.writes().empty(); }, 3min));
+  const std::uint64_t first = sim_.writes()[0].bytes;
+  ASSERT_TRUE(runUntil([&] { return sim_.writes().back().bytes >= 4 * first; }, 3min)) << "grown";
+  ASSERT_TRUE(runUntil([&] { return sim_.subtreeFile("") < 129 * kMiB; }, 10min));
+  sim_.cgroup("work").file = 128 * kMiB + kMiB / 2;  // under the megabyte a probe asks at least
+  run(5min);
+  const std::size_t before = sim_.writes().size();
+  sim_.cgroup("work").file += 300 * kMiB;
+  ASSERT_TRUE(runUntil([&] { return sim_.writes().size() > before; }, 1min));
+  EXPECT_EQ(sim_.writes()[before].bytes, 2 * kMiB);
+}
+
 // A load that never ends is not always light: a reader of its hot set every second takes
 // 12 % of a vCPU under TCG (15 % of two CPUs here). It is probed like the editor's 2 %.
 TEST_F(EngineTrimTest, AModerateLoadThatNeverEndsIsProbed) {

@@ -107,6 +107,24 @@ TEST(TrimLaw, TimeWithoutProbesIsNoCleanStretch) {
   EXPECT_EQ(law.step(), 16 * kMiB);
 }
 
+// A step grown on cold cache, then the target at its floor (a new work's heavy rounds over a
+// machine whose cache was all trimmed): what lies above when probes are due again is that work's
+// cache, which the grown step knows nothing of. The first probe is the first step again.
+TEST(TrimLaw, AStepGrownBeforeTheFloorStartsAgainAfterIt) {
+  TrimLaw law;
+  TimePoint t{};
+  law.start(t, 800 * kMiB, kDefault);
+  for (t += 6s; t <= TimePoint{} + 90s; t += 6s) law.probed(t, 800 * kMiB, kDefault);
+  ASSERT_EQ(law.step(), 64 * kMiB);
+  law.probed(t += 6s, 0, kDefault);  // at the floor
+  law.paused();                      // the new work, heavy
+  EXPECT_EQ(law.size(300 * kMiB, kDefault), 4 * kMiB);
+  law.probed(t += 10min, 300 * kMiB, kDefault);
+  EXPECT_EQ(law.size(300 * kMiB, kDefault), 4 * kMiB);
+  law.probed(t += 6s, 300 * kMiB, kDefault);
+  EXPECT_EQ(law.step(), 4 * kMiB) << "and it grows only after a clean stretch";
+}
+
 TEST(TrimLaw, ARefaultResetsTheStepAndTheStretch) {
   TrimLaw law;
   TimePoint t{};
