@@ -140,7 +140,8 @@ def guest_env(cell, cfg, scale, minutes, phase=0.0):
     hot_file, hot_mib = HOT[cell.hot_pct]
     return {"CONTROLLER": "reclaimd" if cfg.binary else cfg.kind, "COLD": cell.cold, "HOT_FILE": hot_file,
             "HOT_MIB": hot_mib, "HOT_START": cell.hot_start,
-            "HOT_MODE": cell.hot_mode, "HOT_OWNER": "work.slice" if cell.hot_owner == "work" else "", "HOT_PERIOD_MS": max(500, int(cell.hot_period_s * scale * 1000)),
+            "HOT_MODE": cell.hot_mode, "HOT_PERIOD_MS": max(500, int(cell.hot_period_s * scale * 1000)),
+            "HOT_OWNER": "work.slice" if cell.hot_owner == "work" else "",
             "BG_CGROUP": BG[cell.bg], "WARM_MS": int((WARM_MIN * 60 + phase * cell.hot_period_s) * scale * 1000),
             "OBSERVE_MS": int(minutes * 60 * scale * 1000),
             "DAMON_MIN_AGE_US": int(DAMON_MIN_AGE * scale * 1e6), "DAMOS_INTERVAL_US": int(GRACE * scale * 1e6)}
