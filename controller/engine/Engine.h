@@ -266,6 +266,7 @@ class Engine {
   void holdTrim(TargetState& t, const RefaultJump& jump, TimePoint now);
   void settleTrim(TargetState& t, TimePoint now);
   std::uint64_t trimKeep(const TargetState& t, TimePoint now) const;
+  std::uint64_t trimAbove(std::uint64_t reclaimable, std::uint64_t keep) const;
   TrimLawSettings trimLaw(const TargetState& t) const;
   void fillTrim(TargetStatus& ts, const TargetState& t, TimePoint now, double unixNow,
                 const std::function<std::string(TimePoint)>& when) const;

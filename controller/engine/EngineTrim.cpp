@@ -109,6 +109,14 @@ std::uint64_t Engine::trimKeep(const TargetState& t, TimePoint now) const {
   return std::max(t.floor(), t.trim.law.bottom(now, refaulted));
 }
 
+// What a probe could take at `reclaimable` over `keep`: nothing where its first chunk would ask
+// less than a request asks at least (atFloor: a kernel that overshoots leaves the last megabytes
+// above the floor unasked). The planner sends no probe there, and the law counts it as nothing
+// above: no probe met those last megabytes.
+std::uint64_t Engine::trimAbove(std::uint64_t reclaimable, std::uint64_t keep) const {
+  return atFloor(reclaimable, keep) ? 0 : reclaimable - keep;
+}
+
 TrimLawSettings Engine::trimLaw(const TargetState& t) const {
   return TrimLawSettings{t.gov.trim.minStep, t.gov.trim.percent, policy_.reclaim.chunk, t.gov.idle.grace};
 }
@@ -127,16 +135,16 @@ void Engine::planTrims(const proc::Meminfo& mem, TimePoint now, std::uint64_t us
     if (t.scope && t.scope->backoff().active()) continue;
     const std::uint64_t reclaimable = t.measured->reclaimable;
     const std::uint64_t keep = trimKeep(t, now);
-    if (reclaimable <= keep) continue;
-    std::uint64_t bytes = std::min(t.trim.law.size(reclaimable - keep, trimLaw(t)), room);
+    const std::uint64_t above = trimAbove(reclaimable, keep);
+    if (above == 0) continue;
+    std::uint64_t bytes = std::min(t.trim.law.size(above, trimLaw(t)), room);
     std::optional<CgroupKey> aim;
     if (const auto& a = t.trim.aim) {
       bytes = std::min(bytes, a->reclaimable - std::min(a->reclaimable, a->floor));
       aim = CgroupKey{a->path, a->inode};
     }
-    // Also what the step's first chunk could ask: a kernel that overshoots leaves the last
-    // megabytes above the floor unasked, and a probe that asks nothing is not a probe.
-    if (bytes < policies::kMinRequestBytes || atFloor(reclaimable, keep)) continue;
+    // A probe that asks nothing is not a probe.
+    if (bytes < policies::kMinRequestBytes) continue;
     room -= bytes;
     out.push_back(PlannedShare{t.id, bytes, reclaimable, true, keep, std::move(aim)});
   }
@@ -145,10 +153,7 @@ void Engine::planTrims(const proc::Meminfo& mem, TimePoint now, std::uint64_t us
 void Engine::scheduleTrims(TimePoint now) {
   for (TargetState& t : targets_.all) {
     if (!trimDue(t, now) || !t.measured) continue;
-    // The last megabytes a probe would not ask are nothing above for the law: no probe met them.
-    const std::uint64_t keep = trimKeep(t, now);
-    const std::uint64_t reclaimable = t.measured->reclaimable;
-    const std::uint64_t above = atFloor(reclaimable, keep) ? 0 : reclaimable - keep;
+    const std::uint64_t above = trimAbove(t.measured->reclaimable, trimKeep(t, now));
     if (t.trim.baselined) t.trim.law.probed(now, above, trimLaw(t));
     else t.trim.law.start(now, above, trimLaw(t));
     if (!t.trim.baselined) {
