@@ -138,7 +138,7 @@ void Engine::unaim(TargetState& t, TimePoint now, const std::string& why, bool d
   emit(Severity::Info, "trim_unaimed").add("cgroup", t.label()).add("at", t.trim.aim->path).add("reason", why);
   t.trim.aim.reset();
   const std::uint64_t keep = trimKeep(t, now);
-  const std::uint64_t above = t.lastReclaimable - std::min(t.lastReclaimable, keep);
+  const std::uint64_t above = trimAbove(t.lastReclaimable, keep);
   if (drained)
     t.trim.law.aimDrained(now, above, trimLaw(t));
   else

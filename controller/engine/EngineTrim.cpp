@@ -258,7 +258,7 @@ void Engine::fillTrim(TargetStatus& ts, const TargetState& t, TimePoint now, dou
   const std::uint64_t level = std::max(keep, law.heldLevel());
   const std::uint64_t reclaimable = t.measured->reclaimable;
   ts.trimColdBytes = reclaimable > level ? reclaimable - level : 0;
-  ts.trimProbeBytes = law.size(reclaimable > keep ? reclaimable - keep : 0, trimLaw(t));
+  ts.trimProbeBytes = law.size(trimAbove(reclaimable, keep), trimLaw(t));
   const auto since = duration_cast<seconds>(now - law.cleanSince());
   // The last refault's answer explains the probes' size until a clean stretch passes without another.
   const bool recent = since < cleanStretch(trimLaw(t));
@@ -292,6 +292,8 @@ std::string Engine::trimmingWhy(const TargetState& t, std::uint64_t keep,
     return "probes take only what lies above " + formatBytes(keep) +
            ", where the work's reads showed its cache, until " + when(law.bottomUntil()) +
            "; then they test below it again";
+  if (trimAbove(t.measured->reclaimable, keep) == 0)
+    return "nothing above the floor that a probe could ask: probes go on when the cache grows past it";
   if (!recent) return "no refault for " + std::to_string(since.count()) + " s: the step doubles each probe";
   switch (law.lastAnswer()) {
     case TrimLaw::StepAnswer::Grown:

@@ -139,6 +139,23 @@ TEST_F(EngineTrimTest, NoProbeIsSentThatTheFloorLeavesNothingToAsk) {
   EXPECT_EQ(status().trimProbes, steps().size()) << "every step a probe";
 }
 
+// Status says the probe the planner would send: none where the last megabytes above the floor are
+// under what a probe asks at least, and why.
+TEST_F(EngineTrimTest, StatusShowsNoProbeWhereThePlannerSendsNone) {
+  sim_.addCgroup("work", 600 * kMiB);
+  sim_.setMachineBusy(0.04);
+  start();
+  ASSERT_TRUE(runUntil([&] { return sim_.subtreeFile("") < 129 * kMiB; }, 10min));
+  sim_.cgroup("work").file = 128 * kMiB + kMiB / 2;  // under the megabyte a probe asks at least
+  const auto probes = steps().size();
+  run(1min);
+  ASSERT_EQ(steps().size(), probes) << "no probe sent";
+  const controller::TargetStatus t = status().targets.at(0);
+  EXPECT_EQ(t.trim, "probing");
+  EXPECT_EQ(t.trimProbeBytes, 0u);
+  EXPECT_NE(t.trimWhy.find("nothing above"), std::string::npos) << t.trimWhy;
+}
+
 // Heavy work (a build: here 30 % of two CPUs) is using its cache: no probe while it runs, however
 // long. When it ends and the light load that never ends is left, probing goes on at once (the
 // machine has been busy for longer than a grace).
