@@ -320,6 +320,7 @@ def main(argv=None):
             matrixfig.write_csv(a.out, rows)  # after every boot: a run cut short keeps its data
             with open(os.path.join(a.out, "table.md"), "w") as fh:
                 fh.write(matrixfig.table(rows, cells, names, kern, head))
+                fh.write("\n" + matrixfig.totals(rows, names, kern))
                 if many:
                     fh.write("\n" + matrixfig.summary(rows, cells, names, kern))
             print(f"matrix: {cell} {k} {cfg.name}{tag}: {row['outcome']}, at bound after "
@@ -329,6 +330,7 @@ def main(argv=None):
         for f in [pool.submit(one, j) for j in jobs]:
             f.result()
     print(matrixfig.table(rows, cells, names, kern, head))
+    print(matrixfig.totals(rows, names, kern))
     if many:
         print(matrixfig.summary(rows, cells, names, kern))
     return 0 if sanity(rows) else 1

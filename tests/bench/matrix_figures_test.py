@@ -112,6 +112,11 @@ def check_summary(c):
     c.check(line == want,
             f"summary: 3 boots, 2 in time, 2 under the read-back target, 2 without stall, 1 all three; "
             f"median (range) of each figure\n{md}")
+    tot = matrixfig.totals(rows + [dict(soon, cell="once", phase=0.0, boot=1)], ["default"], ["newest"])
+    line = next((x for x in tot.splitlines() if x.startswith("| 7.2 |")), "")
+    c.check(line == "| 7.2 | default | 4 | 3 | 3 | 3 | 2 |",
+            f"totals: 4 boots over two cells, 3 in time, 3 under the read-back target, 3 without stall, 2 all three"
+            f"\n{tot}")
     table = matrixfig.table(rows, ["base"], ["default"], ["newest"], "head")
     c.check(all(f"| default @{p} #{n} |" in table for p, n in (("0", 1), ("0.5", 1), ("0.5", 2))),
             f"the table names each boot's phase and number\n{table}")

@@ -206,6 +206,24 @@ def judged(r):
             None if stall is None else stall / 1000 <= TARGET_STALL_MS)
 
 
+def totals(rows, configs, kernels):
+    """Markdown: per kernel x config, over all its cells and boots, how many boots met each target:
+    the line a whole-matrix run is read by."""
+    out = ["| kernel | config | boots | at bound in time | read back under target | stall within target "
+           "| all three |", "|---|---|---|---|---|---|---|"]
+    for k in kernels:
+        for c in configs:
+            boots = [r for r in rows if r["kernel"] == k and r["config"] == c and "cache_end_mib" in r]
+            if not boots:
+                continue
+            marks = [judged(r) for r in boots]
+            met = [sum(1 for m in marks if m[i]) for i in range(3)]
+            release = boots[0].get("release") or k
+            out.append(f"| {release} | {c} | {len(boots)} | {met[0]} | {met[1]} | {met[2]} | "
+                       f"{sum(1 for m in marks if all(m))} |")
+    return "\n".join(out) + "\n"
+
+
 def summary(rows, cells, configs, kernels):
     """Markdown: per cell x kernel x config over its boots (phases, repeats), how many met each
     target and the median (range) of each figure: a cell whose outcome turns on where the work's
