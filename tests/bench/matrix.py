@@ -197,14 +197,21 @@ def run_boot(cell_name, cfg, kernel, a, mtouch, phase=0.0, boot_no=1, tag=""):
     budget = 180 + (WARM_MIN + a.minutes) * 60 * a.scale
     boot.result = vmext.run(os.path.join(VM_DIR, "guest", "matrix.sh"), kernel=kernel, add=adds,
                             disk=vm.data_image(DATA), mem_mib=MEM_MIB,
-                            env=dict(guest_env(cell, cfg, a.scale, a.minutes, phase),
-                                     **({"LRU_GEN": "1"} if getattr(a, "lru_gen", False) else {})),
+                            env=dict(guest_env(cell, cfg, a.scale, a.minutes, phase), **lru_env(a)),
                             timeout=budget, log_dir=log_dir,
                             on_line=boot.add, on_qemu_start=mon.attach, echo=a.verbose)
     mon.stop()
     boot.samples = mon.samples
     matrixfig.write_series(boot, os.path.join(log_dir, "series.csv"), a.scale)
     return boot, dict(matrixfig.figures(boot, cell_name, a.scale, HOT[cell.hot_pct][1]), phase=phase, boot=boot_no)
+
+
+def lru_env(a):
+    """The guest's environment for --lru-gen and --mglru."""
+    env = {"LRU_GEN": "1"} if getattr(a, "lru_gen", False) else {}
+    if getattr(a, "mglru", None):
+        env["MGLRU"] = {"on": "y", "off": "n"}[a.mglru]
+    return env
 
 
 def sanity(rows):
@@ -257,6 +264,9 @@ def parse_args(argv):
     p.add_argument("--lru-gen", action="store_true", help="MGLRU kernels: the guest logs its cache's "
                    "generations and tiers (debugfs lru_gen_full, work.slice's block) every 5 samples, as @@LRUGEN "
                    "lines in test.log: where the kernel keeps the hot set, and whether it protects it")
+    p.add_argument("--mglru", choices=("on", "off"), help="the guest switches the kernel's multi-gen LRU on or "
+                   "off before the run (Debian's 6.1 builds it in, off; its @@MGLRU line says what it was); default: "
+                   "as the kernel boots")
     p.add_argument("--out", default="/tmp/reclaimd-matrix")
     p.add_argument("--verbose", action="store_true", help="echo the guest's lines")
     a = p.parse_args(argv)

@@ -129,6 +129,10 @@ def check_summary(c):
         except SystemExit as e:
             said = err.getvalue().strip().splitlines()
             c.check(e.code == 2 and "--phases: " in err.getvalue(), f"--phases {bad!r} refused: {said[-1:]}")
+    for flag, want in (("on", {"MGLRU": "y"}), ("off", {"MGLRU": "n"})):
+        got = matrix.lru_env(matrix.parse_args(["--configs", "none", "--mglru", flag]))
+        c.check(got == want, f"--mglru {flag}: the guest is told {want} ({got})")
+    c.check(matrix.lru_env(matrix.parse_args(["--configs", "none"])) == {}, "without --mglru the LRU is left alone")
     got = matrix.parse_args(["--configs", "none", "--phases", "0 0.2 0.4"]).phase_list
     c.check(got == [0, 0.2, 0.4], f"--phases '0 0.2 0.4' parsed ({got})")
 

@@ -16,7 +16,8 @@
 # Env: CONTROLLER (none | reclaimd | damon | damos), COLD (once | twice | mmap), HOT_FILE, HOT_MODE
 # (read | mmap), HOT_PERIOD_MS, BG_CGROUP (work.slice | bg.slice | system.slice/editor.service),
 # BURN_MS (20), WARM_MS, OBSERVE_MS, DAMON_MIN_AGE_US, DAMOS_INTERVAL_US, LRU_GEN (set: the
-# @@LRUGEN lines),
+# @@LRUGEN lines), MGLRU (y | n: switch the kernel's multi-gen LRU on or off before anything runs;
+# unset: as the kernel booted; @@MGLRU says what it is then),
 # HOT_START (before | mid), HOT_MIB (the hot set's size: with mid, read once before the rest),
 # HOT_OWNER (a cgroup that reads the hot set once before the reader starts, so its pages are
 # charged there; empty: none).
@@ -231,6 +232,16 @@ sleep_sampling() {
 
 scenario matrix
 SAMPLES=0
+# Before the caches are filled: pages the kernel held when the LRU switched are moved over, but
+# what this run measures should all be read under one.
+if [ -n "${MGLRU:-}" ]; then
+	if [ -w /sys/kernel/mm/lru_gen/enabled ]; then
+		echo "$MGLRU" >/sys/kernel/mm/lru_gen/enabled || echo "@@MGLRU switch failed"
+	else
+		echo "@@MGLRU not in this kernel"
+	fi
+fi
+[ -r /sys/kernel/mm/lru_gen/enabled ] && echo "@@MGLRU enabled=$(cat /sys/kernel/mm/lru_gen/enabled)"
 if [ -n "${LRU_GEN:-}" ] && [ ! -e /sys/kernel/debug/lru_gen_full ]; then
 	mount -t debugfs debugfs /sys/kernel/debug || echo "@@LRUGEN no debugfs"
 fi
