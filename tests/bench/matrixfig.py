@@ -206,6 +206,13 @@ def judged(r):
             None if stall is None else stall / 1000 <= TARGET_STALL_MS)
 
 
+def _met(boots):
+    """Cells of a table row: how many of `boots` met each target, and all three."""
+    marks = [judged(r) for r in boots]
+    met = [sum(1 for m in marks if m[i]) for i in range(3)]
+    return f"{met[0]} | {met[1]} | {met[2]} | {sum(1 for m in marks if all(m))}"
+
+
 def totals(rows, configs, kernels):
     """Markdown: per kernel x config, over all its cells and boots, how many boots met each target:
     the line a whole-matrix run is read by."""
@@ -216,11 +223,8 @@ def totals(rows, configs, kernels):
             boots = [r for r in rows if r["kernel"] == k and r["config"] == c and "cache_end_mib" in r]
             if not boots:
                 continue
-            marks = [judged(r) for r in boots]
-            met = [sum(1 for m in marks if m[i]) for i in range(3)]
             release = boots[0].get("release") or k
-            out.append(f"| {release} | {c} | {len(boots)} | {met[0]} | {met[1]} | {met[2]} | "
-                       f"{sum(1 for m in marks if all(m))} |")
+            out.append(f"| {release} | {c} | {len(boots)} | {_met(boots)} |")
     return "\n".join(out) + "\n"
 
 
@@ -240,14 +244,10 @@ def summary(rows, cells, configs, kernels):
                 boots = [r for r in _boots(rows, cell, k, c) if "cache_end_mib" in r]
                 if not boots:
                     continue
-                marks = [judged(r) for r in boots]
-                n = len(boots)
-                met = [sum(1 for m in marks if m[i]) for i in range(3)]
                 release = boots[0].get("release") or k
                 read = [r["hot_read_pct_per_min"] for r in boots if "hot_read_pct_per_min" in r]
                 stall = [r["psi_some_after_work_us"] / 1000 for r in boots if "psi_some_after_work_us" in r]
-                out.append(f"| {cell} | {release} | {c} | {n} | {met[0]} | {met[1]} | {met[2]} | "
-                           f"{sum(1 for m in marks if all(m))} | "
+                out.append(f"| {cell} | {release} | {c} | {len(boots)} | {_met(boots)} | "
                            f"{_spread([r.get('bound_min') for r in boots], '{:.1f}')} | "
                            f"{_spread(read, '{:.2f}')} | {_spread(stall, '{:.1f}')} |")
     return "\n".join(out) + "\n"
