@@ -128,7 +128,9 @@ std::string describeAccess(const KernelAccess& a) {
   } else if (a.lruGenEnabled.empty()) {
     lru += " (no MGLRU in this kernel: no /sys/kernel/mm/lru_gen/enabled)";
   } else {
-    lru += std::string(" (/sys/kernel/mm/lru_gen/enabled ") + a.lruGenEnabled + (a.multiGen ? ")" : ": built, off)");
+    // Built but off is Debian 12's 6.1: the administrator's switch, which the README weighs.
+    lru += std::string(" (/sys/kernel/mm/lru_gen/enabled ") + a.lruGenEnabled +
+           (a.multiGen ? ")" : ": built, off; `echo y > /sys/kernel/mm/lru_gen/enabled` switches it on)");
   }
   std::string out = lru + "\n";
   out += std::string("damon: ") + (a.damon ? "yes (/sys/kernel/mm/damon/admin)" : "no");

@@ -65,7 +65,8 @@ TEST(KernelAccess, MglruBuiltButOffIsClassic) {
   const KernelAccess a = probeAccess(fx.path("sys"));
   EXPECT_FALSE(a.multiGen);
   EXPECT_EQ(a.lruGenEnabled, "0x0000");
-  EXPECT_TRUE(has(describeAccess(a), "lru: classic (/sys/kernel/mm/lru_gen/enabled 0x0000: built, off)"))
+  EXPECT_TRUE(has(describeAccess(a), "lru: classic (/sys/kernel/mm/lru_gen/enabled 0x0000: built, off; "
+                                     "`echo y > /sys/kernel/mm/lru_gen/enabled` switches it on)\n"))
       << describeAccess(a);
   EXPECT_EQ(accessJson(a)["lru"], "classic");
 }
