@@ -122,15 +122,16 @@ KernelAccess probeAccess(const std::string& sysRoot) {
 
 // Where the value came from goes in brackets, so a reader can check it by hand.
 std::string describeAccess(const KernelAccess& a) {
+  const std::string lruGen = std::string("/sys/") + kLruGenEnabled;
   std::string lru = "lru: " + lruKind(a);
   if (!a.lruProblem.empty()) {
     lru += " (" + a.lruProblem + ")";
   } else if (a.lruGenEnabled.empty()) {
-    lru += " (no MGLRU in this kernel: no /sys/kernel/mm/lru_gen/enabled)";
+    lru += " (no MGLRU in this kernel: no " + lruGen + ")";
   } else {
     // Built but off is Debian 12's 6.1: the administrator's switch, which the README weighs.
-    lru += std::string(" (/sys/kernel/mm/lru_gen/enabled ") + a.lruGenEnabled +
-           (a.multiGen ? ")" : ": built, off; `echo y > /sys/kernel/mm/lru_gen/enabled` switches it on)");
+    lru += " (" + lruGen + " " + a.lruGenEnabled +
+           (a.multiGen ? ")" : ": built, off; `echo y > " + lruGen + "` switches it on)");
   }
   std::string out = lru + "\n";
   out += std::string("damon: ") + (a.damon ? "yes (/sys/kernel/mm/damon/admin)" : "no");
