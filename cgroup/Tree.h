@@ -24,9 +24,9 @@ namespace reclaimd::cgroup {
 inline constexpr std::size_t kMaxWalkPath = 4096;
 
 // Walks every cgroup below the directory `rootFd` (and below a cgroup only where `descend` says). Only a failure to
-// read the root itself is an error (and running out of memory: ENOMEM, never an exception); anything below that vanishes mid-walk (ENOENT/ENODEV) is skipped and counted, and a
-// directory that cannot be opened or listed for any other reason (EMFILE, ENFILE, EACCES...)
-// is kept as an incomplete node: its subtree is unknown, not gone.
+// read the root itself is an error (and running out of memory: ENOMEM, never an exception); anything below that
+// vanishes mid-walk (ENOENT/ENODEV) is skipped and counted, and a directory that cannot be opened or listed for any
+// other reason (EMFILE, ENFILE, EACCES...) is kept as an incomplete node: its subtree is unknown, not gone.
 Result<Tree> walkTree(int rootFd, std::size_t maxNodes = 1'000'000, const Descend& descend = {});
 
 // Opens cgroup directory `path` (relative, "" for the root itself) below `rootFd`, one

@@ -151,13 +151,14 @@ std::string describeAccess(const KernelAccess& a) {
 }
 
 nlohmann::json accessJson(const KernelAccess& a) {
-  nlohmann::json out{{"lru", lruKind(a)},
-                     {"lru_gen_enabled", a.lruGenEnabled.empty() ? nlohmann::json(nullptr) : nlohmann::json(a.lruGenEnabled)},
-                     {"damon", a.damon},
-                     {"damon_sees_read", a.damon ? nlohmann::json(!a.multiGen) : nlohmann::json(nullptr)},
-                     {"damon_reclaim", moduleJson(a.damonReclaim)},
-                     {"damon_stat", moduleJson(a.damonStat)},
-                     {"used", {"workingset_refault_file", "workingset_activate_file", "psi"}}};
+  nlohmann::json out{
+      {"lru", lruKind(a)},
+      {"lru_gen_enabled", a.lruGenEnabled.empty() ? nlohmann::json(nullptr) : nlohmann::json(a.lruGenEnabled)},
+      {"damon", a.damon},
+      {"damon_sees_read", a.damon ? nlohmann::json(!a.multiGen) : nlohmann::json(nullptr)},
+      {"damon_reclaim", moduleJson(a.damonReclaim)},
+      {"damon_stat", moduleJson(a.damonStat)},
+      {"used", {"workingset_refault_file", "workingset_activate_file", "psi"}}};
   if (!a.lruProblem.empty()) out["lru_problem"] = a.lruProblem;
   return out;
 }

@@ -23,7 +23,8 @@ constexpr double kMinThresholdPercent = 0.001;
 // clang-format off
 const std::array kKeys = {
     Key{"mode", PolicyRef<Mode>([](Policy& p) -> Mode& { return p.mode; }), {},
-        "`disabled`, `dropcache` or `gradual`: what the machine-wide settings (and so every cgroup no rule governs) do"},
+        "`disabled`, `dropcache` or `gradual`: what the machine-wide settings (and so every cgroup no rule governs) "
+        "do"},
     Key{"idle.threshold_percent", PolicyRef<double>([](Policy& p) -> double& { return p.idle.thresholdPercent; }),
         {kMinThresholdPercent, 100}, "busy share of all CPUs at or under which the machine is idle"},
     Key{"idle.grace", PolicyRef<milliseconds>([](Policy& p) -> milliseconds& { return p.idle.grace; }),

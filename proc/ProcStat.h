@@ -27,8 +27,8 @@ struct CpuTimes {
 //   cpu  10132153 290696 3084719 46828483 16683 0 25195 0 175628 0
 // The line must start with "cpu " and end with a newline (a truncated read is an error, not a
 // smaller number), and hold at least user, nice, system and idle; later fields, absent on
-// very old kernels, count as 0. The `cpuN` lines that follow are counted, not parsed. Errors: Errc::Parse with what was wrong; EOVERFLOW when the
-// ticks add up to more than 2^64 (so busy(), idleAll() and total() never wrap on its result).
+// very old kernels, count as 0. The `cpuN` lines that follow are counted, not parsed. Errors: Errc::Parse with what was
+// wrong; EOVERFLOW when the ticks add up to more than 2^64 (so busy(), idleAll() and total() never wrap on its result).
 Result<CpuTimes> parseProcStat(std::string_view content);
 
 // CPU time as std::chrono durations: what the idle detector compares.

@@ -33,7 +33,8 @@ class Source {
   Result<std::uint64_t> someTotal();
 
  private:
-  Source(Result<KeptFile> totals, Result<UniqueFd> trigger) : totals_(std::move(totals)), trigger_(std::move(trigger)) {}
+  Source(Result<KeptFile> totals, Result<UniqueFd> trigger)
+      : totals_(std::move(totals)), trigger_(std::move(trigger)) {}
 
   Result<KeptFile> totals_;
   Result<UniqueFd> trigger_;

@@ -156,7 +156,8 @@ int commandProbe(const RunOptions& o) {
     out["kernel_access"] = accessJson(access);
     out["requested_mode"] = toString(policy->mode);
     out["effective_mode"] = toString(mode.mode);
-    out["format"] = mode.mode == policies::Mode::Gradual ? nlohmann::json(toString(mode.format)) : nlohmann::json(nullptr);
+    out["format"] =
+        mode.mode == policies::Mode::Gradual ? nlohmann::json(toString(mode.format)) : nlohmann::json(nullptr);
     out["reason"] = mode.reason;
     std::cout << out.dump(2) << "\n";
     return mode.unusable ? kExitUnavailable : kExitOk;

@@ -52,7 +52,9 @@ class Scope {
   const std::string& why() const { return why_; }
   // Totals must be read on a sample: where no trigger wakes us, and while backed off (the
   // kernel sends one event per window; the calm period needs every window).
-  bool needsTotals() const { return feed_ == PressureFeed::Polling || (feed_ == PressureFeed::Trigger && backoff_.active()); }
+  bool needsTotals() const {
+    return feed_ == PressureFeed::Polling || (feed_ == PressureFeed::Trigger && backoff_.active());
+  }
 
   const std::string& label() const { return label_; }
   const psi::TriggerSpec& spec() const { return spec_; }

@@ -86,12 +86,15 @@ void totals(Exposition& e, const Status& s) {
   e.single("reclaimd_trimmed_bytes_total", "counter",
            "Bytes freed by probes of busy targets (trimming; part of reclaimd_reclaimed_bytes_total).", s.trimmedBytes);
   e.single("reclaimd_trim_probes_total", "counter", "Trim probes written to busy targets.", s.trimProbes);
-  e.single("reclaimd_trim_holds_total", "counter", "Trim holds begun: half of what a target's probes freed came back from disk.",
-           s.trimHolds);
-  e.single("reclaimd_units_taken_total", "counter",
-           "Quiet cgroups (systemd units, slices, plain cgroups) taken as targets while the machine was busy (idle.units).", s.unitsTaken);
+  e.single("reclaimd_trim_holds_total", "counter",
+           "Trim holds begun: half of what a target's probes freed came back from disk.", s.trimHolds);
+  e.single(
+      "reclaimd_units_taken_total", "counter",
+      "Quiet cgroups (systemd units, slices, plain cgroups) taken as targets while the machine was busy (idle.units).",
+      s.unitsTaken);
   e.single("reclaimd_unit_reclaimed_bytes_total", "counter",
-           "Bytes freed from quiet cgroups taken while the machine was busy (part of reclaimd_reclaimed_bytes_total).", s.unitReclaimedBytes);
+           "Bytes freed from quiet cgroups taken while the machine was busy (part of reclaimd_reclaimed_bytes_total).",
+           s.unitReclaimedBytes);
   e.single("reclaimd_would_reclaim_bytes_total", "counter", "Dry run: bytes the steps would have asked for.",
            s.wouldReclaimBytes);
   e.single("reclaimd_would_steps_total", "counter", "Dry run: reclaim steps that would have been written.",

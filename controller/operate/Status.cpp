@@ -62,12 +62,14 @@ std::string targetLine(const Status& s, const TargetStatus& t) {
   if (t.waitsForReclaimableBytes)
     waits = ", waits for reclaimable to regrow to " + formatSize(*t.waitsForReclaimableBytes) +
             " (its last step freed next to nothing)";
-  return fmt::format(
-             "target {}: rule {}, {}, {}{}, floor {}, reclaimable {}{}, reclaimed {} in {} steps{}{}\n", printable(t.cgroup),
-      printable(t.rule), t.mode, t.idle ? "idle" : "not idle", t.backedOff ? ", backed off" : "",
-      formatSize(t.floorBytes), formatSize(t.reclaimableBytes), waits, formatSize(t.reclaimedBytes), t.steps,
-      s.dryRun ? fmt::format(", would reclaim {} in {} steps", formatSize(t.wouldReclaimBytes), t.wouldSteps) : "",
-      t.lastAction.empty() ? "" : ", last: " + printable(t.lastAction)) +
+  return fmt::format("target {}: rule {}, {}, {}{}, floor {}, reclaimable {}{}, reclaimed {} in {} steps{}{}\n",
+                     printable(t.cgroup), printable(t.rule), t.mode, t.idle ? "idle" : "not idle",
+                     t.backedOff ? ", backed off" : "", formatSize(t.floorBytes), formatSize(t.reclaimableBytes), waits,
+                     formatSize(t.reclaimedBytes), t.steps,
+                     s.dryRun
+                         ? fmt::format(", would reclaim {} in {} steps", formatSize(t.wouldReclaimBytes), t.wouldSteps)
+                         : "",
+                     t.lastAction.empty() ? "" : ", last: " + printable(t.lastAction)) +
          trimLine(t);
 }
 

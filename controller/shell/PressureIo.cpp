@@ -70,7 +70,8 @@ std::vector<ScopeEvent> PressureIo::take() {
   for (const psi::WatchEvent& e : watch_.take()) {
     if (e.gone) {
       // A removed cgroup's trigger: totals only from now on (the engine walks again).
-      if (auto it = sources_.find(e.id); it != sources_.end()) it->second.dropTrigger(errnoError(ENODEV, "cgroup removed"));
+      if (auto it = sources_.find(e.id); it != sources_.end())
+        it->second.dropTrigger(errnoError(ENODEV, "cgroup removed"));
     }
     out.push_back(ScopeEvent{e.id, e.gone, std::nullopt});  // its total: read as drive takes it
   }

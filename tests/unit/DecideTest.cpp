@@ -185,7 +185,8 @@ TEST_F(DecideTest, TheWatchesFollowTheTargetsAsTheyComeAndGo) {
   start("reclaim: {floor: 64M}\nidle: {grace: 20s, interval: 5s}\n"
         "rules:\n  - match: \"app.slice/*\"\n    idle_source: cgroup\n    floor: 24M\n    grace: 10s\n");
   run(60s);
-  ASSERT_TRUE(watchedMatchesScopes()) << sim_.watching.size() << " watched, " << engine_->targets().size() << " targets, " << sim_.writes().size() << " writes";
+  ASSERT_TRUE(watchedMatchesScopes()) << sim_.watching.size() << " watched, " << engine_->targets().size()
+                                      << " targets, " << sim_.writes().size() << " writes";
   const std::size_t before = sim_.watching.size();
   for (int i = 0; i < 40; i += 2)
     sim_.removeCgroup("app.slice/s" + std::to_string(i) + ".service");

@@ -148,7 +148,8 @@ TEST_F(RecordTest, WhatIsNotARecordingIsRefusedWithAReason) {
 
 TEST(RecordCommand, ABadLimitOrAMissingRecordingIsAClearError) {
   Fixture fx;
-  auto [code, out] = runCommand({RECLAIMD_BINARY, "record", fx.path("r"), "--record-limit", "12", "--status-socket", ""});
+  auto [code, out] =
+      runCommand({RECLAIMD_BINARY, "record", fx.path("r"), "--record-limit", "12", "--status-socket", ""});
   EXPECT_EQ(code, controller::kExitUsage) << out;
   EXPECT_NE(out.find("--record-limit '12' is not a size of at least 4K"), std::string::npos) << out;
   std::tie(code, out) = runCommand({RECLAIMD_BINARY, "replay", fx.path("none")});

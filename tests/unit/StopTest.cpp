@@ -22,8 +22,8 @@ TEST_F(StopTest, AFailedLastMetricsWriteIsLoggedAndTheDaemonExitsCleanly) {
   SimFiles m(fx_);
   fx_.mkdir("textfile");
   auto d = startWith("mode: gradual\n", {"--metrics-file", fx_.path("textfile/reclaimd.prom")});
-  ASSERT_TRUE(eventually([&] { return fx_.read("textfile/reclaimd.prom").find("\nreclaimd_up 1\n") != std::string::npos; },
-                         10s))
+  ASSERT_TRUE(eventually(
+      [&] { return fx_.read("textfile/reclaimd.prom").find("\nreclaimd_up 1\n") != std::string::npos; }, 10s))
       << log();
   std::filesystem::remove_all(fx_.path("textfile"));  // the directory went away under the daemon
   const std::size_t before = log().size();

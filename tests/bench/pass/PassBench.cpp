@@ -268,7 +268,8 @@ void BM_Pass(benchmark::State& state, const char* policyText, bool flat = false)
   // Every sibling of the flat tree; every pod and the disabled system.slice of the other.
   const std::size_t want = flat ? static_cast<std::size_t>(n - 1) : static_cast<std::size_t>((n - 4) / 4 + 1);
   if (engine.targets().size() != want)
-    state.SkipWithError(("targets: " + std::to_string(engine.targets().size()) + ", want " + std::to_string(want)).c_str());
+    state.SkipWithError(
+        ("targets: " + std::to_string(engine.targets().size()) + ", want " + std::to_string(want)).c_str());
   state.counters["cgroups"] = n;
   state.counters["targets"] = static_cast<double>(engine.targets().size());
   state.counters["slowest_turn_ms"] = slowest.count();
@@ -316,7 +317,12 @@ void BM_BusyScanFlat(benchmark::State& state) {
   ::close(rootFd);
 }
 
-BENCHMARK_CAPTURE(BM_Walk, pods, false)->Arg(100)->Arg(1000)->Arg(10000)->Unit(benchmark::kMicrosecond)->MeasureProcessCPUTime();
+BENCHMARK_CAPTURE(BM_Walk, pods, false)
+    ->Arg(100)
+    ->Arg(1000)
+    ->Arg(10000)
+    ->Unit(benchmark::kMicrosecond)
+    ->MeasureProcessCPUTime();
 // 10,000 siblings under one directory: one listing of them all.
 BENCHMARK_CAPTURE(BM_Walk, flat, true)->Arg(10000)->Unit(benchmark::kMicrosecond)->MeasureProcessCPUTime();
 BENCHMARK(BM_BusyScanFlat)->Arg(10000)->Unit(benchmark::kMicrosecond)->MeasureProcessCPUTime();
