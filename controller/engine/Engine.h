@@ -270,8 +270,9 @@ class Engine {
   TrimLawSettings trimLaw(const TargetState& t) const;
   void fillTrim(TargetStatus& ts, const TargetState& t, TimePoint now, double unixNow,
                 const std::function<std::string(TimePoint)>& when) const;
-  std::string trimmingWhy(const TargetState& t, std::uint64_t keep, const std::function<std::string(TimePoint)>& when,
-                          std::chrono::seconds since, bool recent) const;
+  std::string trimmingWhy(const TargetState& t, std::uint64_t keep, std::uint64_t above,
+                          const std::function<std::string(TimePoint)>& when, std::chrono::seconds since,
+                          bool recent) const;
 
   // EngineStatus.cpp: one target's part of the status.
   TargetStatus targetStatus(const TargetState& t, TimePoint now, double unixNow,

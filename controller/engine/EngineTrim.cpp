@@ -258,7 +258,8 @@ void Engine::fillTrim(TargetStatus& ts, const TargetState& t, TimePoint now, dou
   const std::uint64_t level = std::max(keep, law.heldLevel());
   const std::uint64_t reclaimable = t.measured->reclaimable;
   ts.trimColdBytes = reclaimable > level ? reclaimable - level : 0;
-  ts.trimProbeBytes = law.size(trimAbove(reclaimable, keep), trimLaw(t));
+  const std::uint64_t above = trimAbove(reclaimable, keep);
+  ts.trimProbeBytes = law.size(above, trimLaw(t));
   const auto since = duration_cast<seconds>(now - law.cleanSince());
   // The last refault's answer explains the probes' size until a clean stretch passes without another.
   const bool recent = since < cleanStretch(trimLaw(t));
@@ -271,7 +272,7 @@ void Engine::fillTrim(TargetStatus& ts, const TargetState& t, TimePoint now, dou
     return;
   }
   ts.trim = "probing";
-  ts.trimWhy = trimmingWhy(t, keep, when, since, recent);
+  ts.trimWhy = trimmingWhy(t, keep, above, when, since, recent);
   // With nothing above the target's floor no probe goes anywhere, the aim's cgroup included.
   if (!t.trim.aim || ts.trimProbeBytes == 0) return;
   ts.trimAim = t.trim.aim->path;
@@ -281,8 +282,8 @@ void Engine::fillTrim(TargetStatus& ts, const TargetState& t, TimePoint now, dou
   ts.trimWhy += why;
 }
 
-// Why probes are the size they are.
-std::string Engine::trimmingWhy(const TargetState& t, std::uint64_t keep,
+// Why probes are the size they are, with `above` bytes over `keep` for them to ask.
+std::string Engine::trimmingWhy(const TargetState& t, std::uint64_t keep, std::uint64_t above,
                                 const std::function<std::string(TimePoint)>& when, seconds since, bool recent) const {
   const TrimLaw& law = t.trim.law;
   const std::string so = " (" + std::to_string(since.count()) + " s so far)";
@@ -292,7 +293,7 @@ std::string Engine::trimmingWhy(const TargetState& t, std::uint64_t keep,
     return "probes take only what lies above " + formatBytes(keep) +
            ", where the work's reads showed its cache, until " + when(law.bottomUntil()) +
            "; then they test below it again";
-  if (trimAbove(t.measured->reclaimable, keep) == 0)
+  if (above == 0)
     return "nothing above the floor that a probe could ask: probes go on when the cache grows past it";
   if (!recent) return "no refault for " + std::to_string(since.count()) + " s: the step doubles each probe";
   switch (law.lastAnswer()) {
