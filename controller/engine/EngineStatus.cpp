@@ -93,7 +93,8 @@ void Engine::fill(Status& s, TimePoint now, double unixNow, const std::function<
   auto unixAt = [&](TimePoint at) { return unixNow - std::chrono::duration<double>(now - at).count(); };
   s.requestedMode = toString(policy_.reclaimMode());
   s.effectiveMode = toString(mode_.mode);
-  s.format = toString(mode_.format);
+  // The memory.reclaim format only means something where memory.reclaim is written.
+  s.format = mode_.mode == policies::Mode::Gradual ? toString(mode_.format) : "";
   s.reason = mode_.reason;
   s.idleState = toString(idle_.verdict.state);
   s.windowBusyPercent = idle_.verdict.windowPercent;

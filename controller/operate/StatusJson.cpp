@@ -217,7 +217,7 @@ std::string formatStatusJson(const Status& s) {
          {"running", s.running},
          {"requested_mode", s.requestedMode},
          {"effective_mode", s.effectiveMode},
-         {"format", s.format},
+         {"format", s.format.empty() ? json(nullptr) : json(s.format)},
          {"reason", s.reason},
          {"dry_run", s.dryRun},
          {"uptime_seconds", seconds(s.uptimeSeconds)},

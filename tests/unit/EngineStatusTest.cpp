@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <nlohmann/json.hpp>
 
 #include "controller/operate/Status.h"
 #include "controller/shell/Turn.h"
@@ -76,6 +77,19 @@ TEST_F(EngineStatusTest, ATargetWaitingForItsCacheToRegrowSaysSo) {
   ASSERT_TRUE(runUntil([&] { return sim_.writes().size() > firstStep; }, 30s));
   run(30s);
   EXPECT_FALSE(status().targets[0].waitsForReclaimableBytes) << controller::formatStatus(status());
+}
+
+TEST_F(EngineStatusTest, TheReclaimFormatIsNamedOnlyWhereMemoryReclaimIsWritten) {
+  start("mode: gradual\n");
+  EXPECT_EQ(status().format, "swappiness=0");
+  EXPECT_NE(controller::formatMetrics(status()).find("format=\"swappiness=0\""), std::string::npos);
+  start("mode: dropcache\n");
+  const controller::Status s = status();
+  EXPECT_EQ(s.effectiveMode, "dropcache");
+  EXPECT_EQ(s.format, "");
+  EXPECT_TRUE(nlohmann::json::parse(controller::formatStatusJson(s))["format"].is_null())
+      << controller::formatStatusJson(s);
+  EXPECT_EQ(controller::formatMetrics(s).find("swappiness"), std::string::npos) << controller::formatMetrics(s);
 }
 
 TEST_F(EngineStatusTest, ABackoffSaysWhenItEnds) {
