@@ -3,6 +3,7 @@
 #include <cerrno>
 #include <fstream>
 #include <iostream>
+#include <string_view>
 #include <nlohmann/json.hpp>
 
 #include "base/Event.h"
@@ -150,11 +151,12 @@ int commandProbe(const RunOptions& o) {
   }
   const Capabilities caps = probe(pathsOf(o), machineTrigger(policy->pressure));
   const KernelAccess access = probeAccess(o.sysRoot);
-  const EffectiveMode mode = chooseMode(policy->mode, caps);
+  // As the daemon chooses (Engine.cpp): a rule's gradual mode counts, and rules rule out the fallback.
+  const EffectiveMode mode = chooseMode(policy->reclaimMode(), caps, !policy->rules.empty());
   if (o.json) {
     nlohmann::json out = describeJson(caps);
     out["kernel_access"] = accessJson(access);
-    out["requested_mode"] = toString(policy->mode);
+    out["requested_mode"] = toString(policy->reclaimMode());
     out["effective_mode"] = toString(mode.mode);
     out["format"] =
         mode.mode == policies::Mode::Gradual ? nlohmann::json(toString(mode.format)) : nlohmann::json(nullptr);
@@ -163,7 +165,7 @@ int commandProbe(const RunOptions& o) {
     return mode.unusable ? kExitUnavailable : kExitOk;
   }
   std::cout << describe(caps) << describeAccess(access);
-  std::cout << "requested_mode: " << toString(policy->mode) << "\n";
+  std::cout << "requested_mode: " << toString(policy->reclaimMode()) << "\n";
   std::cout << "effective_mode: " << toString(mode.mode);
   if (mode.mode == policies::Mode::Gradual) std::cout << " (" << toString(mode.format) << ")";
   std::cout << "\nreason: " << mode.reason << "\n";
@@ -172,9 +174,13 @@ int commandProbe(const RunOptions& o) {
 
 namespace {
 
-// Accept "/system.slice" and "system.slice/" as the same cgroup; reject what leaves the root.
+// Accept "/system.slice" (as /proc/PID/cgroup writes it), "system.slice/" and the path under the
+// usual mount, "/sys/fs/cgroup/system.slice", as the same cgroup; reject what leaves the root.
 bool explainOne(const policies::Policy& policy, const std::string& raw) {
+  constexpr std::string_view kMount = "/sys/fs/cgroup";
   std::string path = raw;
+  if (path.starts_with(kMount) && (path.size() == kMount.size() || path[kMount.size()] == '/'))
+    path.erase(0, kMount.size());
   while (!path.empty() && path.front() == '/')
     path.erase(0, 1);
   while (!path.empty() && path.back() == '/')

@@ -303,5 +303,28 @@ TEST(Cli, ProbePrintsCapabilitiesAndMode) {
   EXPECT_EQ(code2, 69) << out2;
 }
 
+TEST(Cli, ProbeChoosesTheModeRunWould) {
+  Fixture fx;
+  SimFiles machine(fx);
+  fx.remove("cg/memory.reclaim");  // cgroup v1's memory controller: only drop_caches is left
+  const auto probeWith = [&](const std::string& policy) {
+    fx.write("policy.yaml", policy);
+    return runCommand({RECLAIMD_BINARY, "--proc-root", fx.path("proc"), "--cgroup-root", fx.path("cg"), "probe",
+                       "--config", fx.path("policy.yaml")});
+  };
+  auto [plain, plainOut] = probeWith("mode: gradual\n");
+  EXPECT_EQ(plain, 0) << plainOut;
+  EXPECT_NE(plainOut.find("effective_mode: dropcache"), std::string::npos) << plainOut;
+  // The daemon refuses to fall back where rules protect cgroups (exit 69); probe says the same.
+  auto [rules, rulesOut] = probeWith("mode: gradual\nrules:\n  - match: \"db.slice\"\n    floor: 1G\n");
+  EXPECT_EQ(rules, 69) << rulesOut;
+  EXPECT_NE(rulesOut.find("effective_mode: disabled"), std::string::npos) << rulesOut;
+  EXPECT_NE(rulesOut.find("per-cgroup rules cannot fall back to drop_caches"), std::string::npos) << rulesOut;
+  // A policy whose only gradual part is a rule asks for gradual, as status says.
+  auto [ruleOnly, ruleOnlyOut] = probeWith("mode: disabled\nrules:\n  - match: \"db.slice\"\n    mode: gradual\n");
+  EXPECT_EQ(ruleOnly, 69) << ruleOnlyOut;
+  EXPECT_NE(ruleOnlyOut.find("requested_mode: gradual"), std::string::npos) << ruleOnlyOut;
+}
+
 }  // namespace
 }  // namespace reclaimd::testing

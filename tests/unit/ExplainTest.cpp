@@ -32,6 +32,12 @@ TEST(CliRules, ExplainNamesTheWinnerAndWhy) {
       << out;
   EXPECT_NE(out.find("build.slice:\n  governed by rule 1"), std::string::npos) << out;
   EXPECT_NE(out.find("init.scope:\n  no rule matches it or its ancestors"), std::string::npos) << out;
+  // The path under the usual mount, as a user copies it from the filesystem, is the same cgroup.
+  auto [mounted, mountedOut] = runCommand({RECLAIMD_BINARY, "check-config", fx.path("p.yaml"), "--explain",
+                                           "/sys/fs/cgroup/user.slice/session-1.scope", "/sys/fs/cgroup/"});
+  EXPECT_EQ(mounted, 0) << mountedOut;
+  EXPECT_EQ(mountedOut.find("sys/fs"), std::string::npos) << mountedOut;
+  EXPECT_NE(mountedOut.find("user.slice/session-1.scope:\n  governed by rule 3"), std::string::npos) << mountedOut;
   auto [bad, badOut] = runCommand({RECLAIMD_BINARY, "check-config", fx.path("p.yaml"), "--explain", "a/../../etc"});
   EXPECT_EQ(bad, 64) << badOut;
 }
