@@ -29,7 +29,7 @@ inline constexpr std::array<ExitCode, 10> kExitCodes = {{
     {kExitFailure, "a runtime failure; the log says which (the unit restarts the daemon)"},
     {kExitUsage,
      "bad command line: an unknown option, or one the subcommand does not take; a `--metrics-listen` address that "
-     "is not loopback; an `--explain` path with wildcards"},
+     "is not loopback; an `--explain` path with wildcards; the unit does not restart on it"},
     {kExitDataError,
      "`replay`: the recording is malformed, or the engine asks for other readings or gives other commands than the "
      "recording holds"},
@@ -39,8 +39,9 @@ inline constexpr std::array<ExitCode, 10> kExitCodes = {{
     {kExitUnavailable,
      "`run`, `probe`: the policy asks for reclaim and the probe found no way to do any; `status`: no daemon answers "
      "on the socket; the unit does not restart on it"},
-    {kExitCantCreate, "`run`: the status socket's path holds something other than a socket"},
-    {kExitRunning, "`run`: another reclaimd answers on the status socket"},
+    {kExitCantCreate,
+     "`run`: the status socket's path holds something other than a socket; the unit does not restart on it"},
+    {kExitRunning, "`run`: another reclaimd answers on the status socket, or the `--metrics-listen` port is taken"},
     {kExitNoPermission, "`status`: the daemon's socket refused the connection (only root may ask)"},
     {kExitConfig,
      "the policy file is invalid (`check-config` lists every error) or its YAML does not finish reading; the unit "

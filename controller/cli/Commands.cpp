@@ -107,19 +107,21 @@ int commandRun(const RunOptions& o) {
     emit(Event(Severity::Debug, "fd_limit").add("soft", *fds));
   else
     emit(Event(Severity::Warn, "fd_limit").add("error", fds.error().message()));
+  // Every run that logged anything ends with its exit code, whatever stopped it.
+  const auto finish = [](int code) {
+    spdlog::info("event=exit code={}", code);
+    shutdownLogging();
+    return code;
+  };
   int failed = kExitConfig;
   std::vector<policies::PolicyText> texts;
   auto policy = loadPolicy(o, failed, &texts);
   if (!policy) {
     emit(Event(Severity::Error, failed == kExitConfig ? "config_invalid" : "setup_failed")
              .add("error", policy.error().message()));
-    shutdownLogging();
-    return failed;
+    return finish(failed);
   }
-  if (const int code = preflight(o); code != kExitOk) {
-    shutdownLogging();
-    return code;
-  }
+  if (const int code = preflight(o); code != kExitOk) return finish(code);
   RealClock clock;
   DaemonOptions options;
   options.paths = pathsOf(o);
@@ -130,10 +132,7 @@ int commandRun(const RunOptions& o) {
   options.policyFiles = std::move(texts);
   if (!o.recordLimit.empty()) options.recordLimit = parseBytes(o.recordLimit).value_or(0);
   Daemon daemon(options, *policy, clock);
-  const int code = daemon.run();
-  spdlog::info("event=exit code={}", code);
-  shutdownLogging();
-  return code;
+  return finish(daemon.run());
 }
 
 int commandProbe(const RunOptions& o) {

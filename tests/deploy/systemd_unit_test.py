@@ -66,8 +66,9 @@ def check_settings(c):
                 f"{name} leaves ExecStart alone (options go in /etc/default/reclaimd)")
     c.equal(one("ExecReload"), "/bin/kill -HUP $MAINPID", "ExecReload sends SIGHUP")
     c.equal(one("Restart"), "on-failure", "Restart=on-failure")
-    c.equal(sorted(one("RestartPreventExitStatus").split()), ["66", "69", "78"],
-            "no restart on exit 66 (unreadable policy), 69 (nothing can reclaim) or 78 (invalid policy)")
+    c.equal(sorted(one("RestartPreventExitStatus").split()), ["64", "66", "69", "73", "78"],
+            "no restart on exit 64 (bad option), 66 (unreadable policy), 69 (nothing can reclaim), "
+            "73 (status socket path taken) or 78 (invalid policy)")
     c.equal(one("RuntimeDirectory"), "reclaimd", "RuntimeDirectory=reclaimd holds the status socket")
     c.ok(one("MemoryMin") is not None, "MemoryMin= protects reclaimd from its own reclaim")
     adj = int(one("OOMScoreAdjust") or 0)

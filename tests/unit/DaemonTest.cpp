@@ -220,6 +220,16 @@ TEST_F(DaemonTest, YamlThatMakesTheReaderLoopAtStartIsAConfigError) {
   EXPECT_EQ(d->wait(10s), 78) << log();
   EXPECT_TRUE(logHas("event=config_invalid")) << log();
   EXPECT_TRUE(logHas("policy.yaml: the YAML reader ")) << log();
+  EXPECT_TRUE(log().ends_with("event=exit code=78\n")) << log();
+}
+
+TEST_F(DaemonTest, AStatusSocketPathTakenEndsTheRunWithItsExitCode) {
+  SimFiles machine(fx_);
+  fx_.write("run/status.sock", "not a socket\n");
+  auto d = start();
+  EXPECT_EQ(d->wait(10s), 73) << log();
+  EXPECT_TRUE(logHas("event=status_socket_taken")) << log();
+  EXPECT_TRUE(log().ends_with("event=exit code=73\n")) << log();
 }
 
 TEST_F(DaemonTest, NothingPossibleExitsUnavailable) {

@@ -47,6 +47,7 @@ controller::Status everything() {
   t.cgroup = "/";
   t.rule = "machine";
   t.lastActionTimestamp = 1.0;
+  t.trim = "probing";  // the trimming gauges are emitted only for a target being trimmed
   s.targets = {t};
   s.process = controller::ProcessStatus{};
   return s;
@@ -94,6 +95,16 @@ TEST(ReferenceDocs, ManPageIsWrittenFromTheBinaryAndTheSources) {
                {"events", roffEvents(events, meanings)},
                {"metrics", roffMetrics(metrics)}},
               roffMarkers);
+}
+
+// The reference lists each metric's labels from one sample of it: a per-target series the sample
+// status does not produce would be listed without the labels that tell its targets apart.
+TEST(ReferenceDocs, EveryPerTargetMetricIsListedWithItsLabels) {
+  for (const Metric& m : parseExposition(controller::formatMetrics(everything()))) {
+    if (m.name.starts_with("reclaimd_cgroup_")) {
+      EXPECT_EQ(m.labels, (std::vector<std::string>{"cgroup", "rule"})) << m.name;
+    }
+  }
 }
 
 TEST(ReferenceDocs, ReadmeReferenceIsWrittenFromTheBinaryAndTheSources) {
