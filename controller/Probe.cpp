@@ -180,6 +180,9 @@ Capabilities probe(const Paths& paths, const psi::TriggerSpec& trigger) {
   auto drop = openableForWrite(paths.proc(kDropCaches));
   caps.dropCaches = drop.ok();
   if (!drop) caps.dropCachesProblem = drop.error().message();
+  // Read-only /proc/sys is a container's; a plain refusal as another user is only the user.
+  if (!drop && drop.error().code == std::errc::permission_denied && ::geteuid() != 0)
+    caps.dropCachesProblem += "; run as root";
   if (paths.procRoot == "/proc") {
     if (auto mounts = cgroup::libcgroupMounts()) {
       for (const auto& m : *mounts) {
