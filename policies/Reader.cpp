@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <limits>
 #include <set>
 #include <tuple>
 
@@ -12,6 +13,20 @@
 namespace reclaimd::policies {
 
 using std::chrono::milliseconds;
+
+namespace {
+
+// A value that parses once its leading digits are a single "1" ("99999999T", "1e30h" does not)
+// has the right form and a number too large to hold: out of range, not malformed.
+template <typename Parse>
+bool tooLarge(std::string_view text, Parse parse) {
+  const auto digits = std::min(text.find_first_not_of("0123456789"), text.size());
+  if (digits == 0) return false;
+  const std::string one = "1" + std::string(text.substr(digits));
+  return parse(one).has_value();
+}
+
+}  // namespace
 
 Where Reader::where(const YAML::Node& node) const {
   const YAML::Mark mark = node.Mark();
@@ -34,7 +49,11 @@ void Reader::failFile(std::size_t file, int line, int column, const std::string&
 bool Reader::checkMap(const YAML::Node& node, const std::string& path, const std::vector<std::string_view>& allowed) {
   if (!node.IsDefined() || node.IsNull()) return true;  // absent or empty: all defaults
   if (!node.IsMap()) {
-    fail(node, path.empty() ? "policy" : path, "expected a mapping of keys to values");
+    // `trim: false` for `trim: {enabled: false}`: naming the keys shows what goes inside.
+    std::string keys;
+    for (auto a : allowed)
+      keys += (keys.empty() ? "" : ", ") + std::string(a);
+    fail(node, path.empty() ? "policy" : path, "expected a mapping of keys to values (" + keys + ")");
     return false;
   }
   std::set<std::string> seen;
@@ -85,8 +104,9 @@ void Reader::bytes(const YAML::Node& map, const std::string& path, const char* k
                    std::uint64_t min, std::uint64_t max) {
   with(map, path, key, [&](const YAML::Node& v, const std::string& full) {
     auto parsed = parseBytes(v.Scalar());
-    if (!parsed) return fail(v, full, "expected a size like \"128M\" or \"1G\", got \"" + v.Scalar() + "\"");
-    if (*parsed < min || *parsed > max) {
+    if (!parsed && !tooLarge(v.Scalar(), parseBytes))
+      return fail(v, full, "expected a size like \"128M\" or \"1G\", got \"" + v.Scalar() + "\"");
+    if (!parsed || *parsed < min || *parsed > max) {
       return fail(v, full, "must be between " + formatBytes(min) + " and " + formatBytes(max) + ", got " + v.Scalar());
     }
     out = *parsed;
@@ -97,9 +117,9 @@ void Reader::duration(const YAML::Node& map, const std::string& path, const char
                       milliseconds min, milliseconds max) {
   with(map, path, key, [&](const YAML::Node& v, const std::string& full) {
     auto parsed = parseDuration(v.Scalar());
-    if (!parsed)
+    if (!parsed && !tooLarge(v.Scalar(), parseDuration))
       return fail(v, full, "expected a duration like \"500ms\", \"30s\" or \"2m\", got \"" + v.Scalar() + "\"");
-    if (*parsed < min || *parsed > max) {
+    if (!parsed || *parsed < min || *parsed > max) {
       return fail(v, full,
                   "must be between " + formatDuration(min) + " and " + formatDuration(max) + ", got " + v.Scalar());
     }
@@ -114,7 +134,10 @@ void Reader::percent(const YAML::Node& map, const std::string& path, const char*
     if (!text.empty() && text.back() == '%') text.remove_suffix(1);
     double value = 0;
     auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-    if (ec != std::errc() || ptr != text.data() + text.size() || text.empty()) {
+    const bool whole = ptr == text.data() + text.size() && !text.empty();
+    if (whole && ec == std::errc::result_out_of_range) {
+      value = std::numeric_limits<double>::infinity();  // a number past a double's range: out of range
+    } else if (ec != std::errc() || !whole) {
       return fail(v, full, "expected a percentage like 0.5, got \"" + v.Scalar() + "\"");
     }
     if (!(value >= min && value <= max)) {  // NaN fails too
