@@ -144,7 +144,8 @@ int runCli(int argc, char** argv) {
   check->add_option("FILE", checkFile, "the policy file")->type_name("")->required();
   check
       ->add_option("--explain", explainPaths,
-                   "cgroup paths (relative to the cgroup root, or under /sys/fs/cgroup): which rule governs each, and why")
+                   "cgroup paths (relative to the cgroup root, or under /sys/fs/cgroup): which rule governs each, "
+                   "and why")
       ->type_name("CGROUP")
       ->expected(1, -1);
 
