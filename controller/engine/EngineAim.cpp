@@ -92,11 +92,17 @@ void Engine::chooseAims(TimePoint now, const Readings& readings) {
   }
 }
 
-// An aimed probe ended: its cgroup went, or freed next to nothing (its cache does not go: locked,
-// under writeback), and the probes go back to the whole rather than wait on it.
+// An aimed probe ended: its cgroup went, refused the write, or freed next to nothing (its cache does
+// not go: locked, under writeback), and the probes go back to the whole rather than wait on it. A
+// refusal is judged by the kernel's answer, not by what the target measured: the rest of the target
+// shrinking during the write would otherwise pass for what the write freed, and keep the aim.
 void Engine::aimedStepEnded(TargetState& t, const StepOutcome& step, TimePoint now) {
   if (!t.trim.aim) return;
   if (step.status() == cgroup::ReclaimStatus::Gone) return unaim(t, now, "it went", false);
+  if (step.status() == cgroup::ReclaimStatus::Failed) {
+    t.trim.refused = t.trim.aim;
+    return unaim(t, now, "its memory.reclaim refused a probe: " + step.result.error().message(), false);
+  }
   const auto least = static_cast<std::int64_t>(policies::kMinRequestBytes);
   if (step.requestedBytes < policies::kMinRequestBytes || step.freed() >= least) return;
   t.trim.refused = t.trim.aim;

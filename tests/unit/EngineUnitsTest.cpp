@@ -403,6 +403,33 @@ TEST_F(EngineUnitsTest, AnAimWhoseCacheDoesNotGoIsLeftForTheWhole) {
   EXPECT_LT(sim_.subtreeFile("bg"), 200 * kMiB) << "the whole's cold cache is trimmed";
 }
 
+// The aimed cgroup's memory.reclaim refuses every write (EACCES: an LSM, a read-only mount) while the
+// rest of the machine's cache shrinks by itself during each write (files deleted elsewhere). An aimed
+// probe is measured on the target, so each refused write looks as if it freed megabytes; the refusal
+// itself ends the aim, and the probes go back to the whole rather than fail at that cgroup every
+// interval until its grace.
+TEST_F(EngineUnitsTest, AWriteTheAimRefusesEndsTheAimWhateverTheWholeShrankMeanwhile) {
+  sim_.addCgroup("bg", 300 * kMiB);
+  sim_.addCgroup("work", 600 * kMiB);
+  heavyWorkEnds("idle:\n  grace: 40s\n", 60s);
+  ASSERT_TRUE(runUntil([&] { return writesTo("work") > 0; }, 2min)) << "probes aimed at the cgroup";
+  sim_.beforeWrite = [&](const std::string&, std::uint64_t) {
+    SimCgroup& bg = sim_.cgroup("bg");
+    bg.file -= std::min(bg.file, 4 * kMiB);
+  };
+  for (int i = 0; i < 20; ++i)
+    sim_.queueWriteStatus(cgroup::ReclaimStatus::Failed, EACCES);
+  ASSERT_TRUE(runUntil([&] { return count("trim_unaimed") > 0; }, 20s));
+  EXPECT_NE(named("trim_unaimed")[0].field("reason")->find("Permission denied"), std::string::npos)
+      << named("trim_unaimed")[0].text();
+  run(20s);
+  std::size_t refused = 0;
+  for (const Event& e : named("reclaim_step"))
+    refused += e.field("at") == "work" && e.field("status") == "failed" ? 1 : 0;
+  EXPECT_EQ(refused, 1u) << "one refused write, not one every interval";
+  EXPECT_EQ(count("trim_aimed"), 1u) << "not aimed at again while it holds no more";
+}
+
 // Without units the whole is probed: the sibling's hot set is taken with the cold cache (the
 // model takes a probe of the root from the first cgroup first) and read back.
 TEST_F(EngineUnitsTest, WithoutUnitsTheMachinesProbesReachTheBusySiblingsHotSet) {
