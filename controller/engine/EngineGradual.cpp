@@ -283,7 +283,12 @@ bool Engine::stepEnded(const PlannedShare& share, const StepOutcome& step, bool 
     case cgroup::ReclaimStatus::Gone:
       if (!share.aim) targetGone(*t);  // an aimed probe's cgroup went, not the target (aimedStepEnded)
       break;
-    case cgroup::ReclaimStatus::Failed: t->period.stalledAt = step.after; break;
+    case cgroup::ReclaimStatus::Failed:
+      t->period.stalledAt = step.after;
+      // A probe the kernel refused met no cache: like a probe never sent, it is no clean time for
+      // the step to grow on (TrimLaw::probed), and the stretch starts again at the next probe.
+      if (share.trim) t->trim.law.paused();
+      break;
   }
   if (share.aim) aimedStepEnded(*t, step, now);
   return reprobe;

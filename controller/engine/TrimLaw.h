@@ -138,7 +138,8 @@ class TrimLaw {
   // could ask anything): after a clean stretch the step doubles; with nothing above the stretch
   // and the step start again, after a pause the stretch.
   void probed(TimePoint now, std::uint64_t above, const TrimLawSettings& s);
-  // No probe is due while heavy work runs: the stretch starts again at the next probe.
+  // No probe is due while heavy work runs, or the kernel refused the last (it took nothing): the
+  // stretch starts again at the next probe.
   void paused() { probing_ = false; }
   // Probes that went to a quiet cgroup inside the target took its cache to its floor and come
   // back to the whole (EngineAim.cpp), `above` bytes over its floor: they start again from the

@@ -192,6 +192,23 @@ TEST_F(EngineTrimTest, WaitingOutHeavyWorkDoesNotGrowTheProbes) {
     EXPECT_EQ(sim_.writes()[i].bytes, first) << "probe " << i - before << " after the heavy work";
 }
 
+// The kernel refuses every probe for minutes (EACCES: an LSM, a read-only mount): no probe took
+// anything, so the step has not grown when the writes are taken again. Counted as clean probes, the
+// refused ones doubled it to a chunk, and the first accepted probe took 64 MiB at once.
+TEST_F(EngineTrimTest, RefusedProbesDoNotGrowTheStep) {
+  sim_.addCgroup("work", 2000 * kMiB);
+  sim_.setMachineBusy(0.04);
+  start();
+  ASSERT_TRUE(runUntil([&] { return !sim_.writes().empty(); }, 3min));
+  const std::uint64_t first = sim_.writes()[0].bytes;
+  for (int i = 0; i < 50; ++i)
+    sim_.queueWriteStatus(cgroup::ReclaimStatus::Failed, EACCES);
+  const std::size_t from = sim_.writes().size();
+  ASSERT_TRUE(runUntil([&] { return sim_.writes().size() >= from + 50; }, 10min));
+  ASSERT_TRUE(runUntil([&] { return sim_.writes().size() > from + 50; }, 1min));
+  EXPECT_LE(sim_.writes()[from + 50].bytes, first) << "the first probe the kernel takes again";
+}
+
 // Probes grown on cold cache bring the machine to its floor, where it rests under a megabyte
 // above it (no probe would ask that), then a rebuild reads 300 MiB of its own. The first probe
 // after is the smallest step: a step grown on the cache that went would take a large piece of the
