@@ -83,7 +83,7 @@ void Engine::judgeTrim(TargetState& t, TimePoint now) {
   const IdleVerdict* own = t.usesCgroupCpu() && t.cpuIdle ? &t.cpuVerdict : nullptr;
   const double threshold = t.gov.idle.thresholdPercent;
   if (t.inPeriod || !(busy(sys, threshold) || busy(own, threshold))) {
-    t.trim.aim.reset();  // idle: its steps take the whole
+    if (t.trim.aim) unaim(t, now, "the target is idle: its steps take the whole", false);
     t.trim.busySince.reset();
     t.trim.working = false;
     t.trim.heavy.reset();

@@ -430,6 +430,24 @@ TEST_F(EngineUnitsTest, AWriteTheAimRefusesEndsTheAimWhateverTheWholeShrankMeanw
   EXPECT_EQ(count("trim_aimed"), 1u) << "not aimed at again while it holds no more";
 }
 
+// Every cgroup goes quiet: the background is aimed at once quiet since the scan before, then the
+// machine goes idle and its idle steps take the whole. The aim ends there, and the log says so as it
+// says every other end of an aim: a trim_aimed line is never left without its trim_unaimed.
+TEST_F(EngineUnitsTest, AnAimEndsSaidWhenTheMachineGoesIdle) {
+  sim_.addCgroup("bg", 300 * kMiB);
+  sim_.addCgroup("work", 600 * kMiB);
+  heavyWorkEnds("idle:\n  grace: 40s\n", 60s);
+  ASSERT_TRUE(runUntil([&] { return count("trim_aimed") > 0; }, 2min));
+  sim_.cgroup("bg").cpuShare = 0;
+  sim_.setMachineBusy(0);
+  ASSERT_TRUE(runUntil([&] { return count("idle_entered") > 0; }, 5min));
+  run(10s);
+  const auto aimed = named("trim_aimed");
+  const auto unaimed = named("trim_unaimed");
+  ASSERT_EQ(unaimed.size(), aimed.size());
+  EXPECT_EQ(unaimed.back().field("at"), aimed.back().field("at"));
+}
+
 // Without units the whole is probed: the sibling's hot set is taken with the cold cache (the
 // model takes a probe of the root from the first cgroup first) and read back.
 TEST_F(EngineUnitsTest, WithoutUnitsTheMachinesProbesReachTheBusySiblingsHotSet) {
