@@ -111,6 +111,9 @@ void Engine::adopt(std::vector<TargetState>& next, const std::unordered_map<std:
     if (!kept.usesCgroupCpu()) kept.cpuIdle.reset();
     if (kept.cpuIdle) kept.cpuIdle->reconfigure(idleConfigOf(gov.idle));
     kept.refaults.reconfigure(refaultConfigOf(gov, caps_.pageBytes));
+    // Without the pressure guards refaults are not followed (the root's are not even read): a
+    // probe's round still coming in would never be judged, and no probe would follow it.
+    if (!gov.pressure.enabled) kept.trim.settling.reset();
     next.push_back(std::move(kept));
     return;
   }
