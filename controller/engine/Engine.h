@@ -245,6 +245,9 @@ class Engine {
   // as targets when their cache is worth it (adoptUnit, with their memory.stat).
   std::vector<UnitPick> judgeUnits();
   bool adoptUnit(const UnitPick& u, TimePoint now, const Result<MemoryReading>& memory);
+  // What governs a unit target: the machine-wide settings for a cgroup below the root, judged by
+  // its own CPU, not trimmed (the target around it trims).
+  policies::Governance unitGovernance() const;
   void checkUnitCpu(TargetState& t, TimePoint now, const Result<std::chrono::nanoseconds>& usage);
   void pruneUnits();
   void carryUnits(std::vector<TargetState>& next);

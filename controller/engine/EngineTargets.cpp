@@ -11,14 +11,9 @@
 
 namespace reclaimd::controller {
 
-namespace {
-
-// The limit in the counter's pages.
 RefaultConfig refaultConfigOf(const policies::Governance& gov, std::uint64_t pageBytes) {
   return RefaultConfig{gov.pressure.refaultWindow, gov.pressure.refaultLimit / pageBytes};
 }
-
-}  // namespace
 
 TargetState* Engine::find(std::uint32_t id) {
   for (TargetState& t : targets_.all) {

@@ -94,13 +94,18 @@ std::vector<UnitPick> Engine::judgeUnits() {
   return take;
 }
 
+policies::Governance Engine::unitGovernance() const {
+  policies::Governance gov = policy_.governance(-1, false);
+  gov.idleSource = policies::IdleSource::Cgroup;
+  gov.trim.enabled = false;  // the target around it trims
+  return gov;
+}
+
 // A quiet unit becomes a target when its cache is worth a step: kUnitExcess above its floor and
 // above the level it was last left at.
 bool Engine::adoptUnit(const UnitPick& u, TimePoint now, const Result<MemoryReading>& m) {
   if (!m) return false;  // gone, or unreadable: ignoring it, the next scan sees
-  policies::Governance gov = policy_.governance(-1, false);
-  gov.idleSource = policies::IdleSource::Cgroup;
-  gov.trim.enabled = false;  // the target around it trims
+  const policies::Governance gov = unitGovernance();
   const auto rest = targets_.unitRest.find(u.quiet.path);
   const std::uint64_t from = rest != targets_.unitRest.end() && rest->second.inode == u.quiet.inode
                                  ? std::max(rest->second.bytes, gov.floor)
@@ -178,7 +183,8 @@ void Engine::pruneUnits() {
 }
 
 // After a walk: a unit target stays while a target the machine governs still encloses it (and no
-// rule made the unit a target of its own).
+// rule made the unit a target of its own), under the settings of the policy now (a reload walks
+// again: its floor binds the units already taken as it binds those taken after it).
 void Engine::carryUnits(std::vector<TargetState>& next) {
   if (!policy_.idle.units) return;
   // The walk's targets by path (views into `next`: nothing is added to it until they are done).
@@ -192,6 +198,8 @@ void Engine::carryUnits(std::vector<TargetState>& next) {
     const int around = enclosing(t.path, machine);
     if (around < 0) continue;
     t.unit->within = next[static_cast<std::size_t>(around)].id;
+    t.gov = unitGovernance();
+    t.refaults.reconfigure(refaultConfigOf(t.gov, caps_.pageBytes));
     carried.push_back(std::move(t));
   }
   for (TargetState& t : carried)

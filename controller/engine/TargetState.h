@@ -120,5 +120,7 @@ struct TargetState {
 };
 
 IdleConfig idleConfigOf(const policies::IdleSettings& s);
+// The refault guard's settings from a target's governance, its limit in the counter's pages.
+RefaultConfig refaultConfigOf(const policies::Governance& gov, std::uint64_t pageBytes);
 
 }  // namespace reclaimd::controller

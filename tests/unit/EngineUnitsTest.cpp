@@ -155,6 +155,25 @@ TEST_F(EngineUnitsTest, AUnitThatWorksAgainIsLeftAtOnce) {
   EXPECT_GT(sim_.subtreeFile("user.slice/build.scope"), 3000 * kMiB) << "the work keeps its cache";
 }
 
+// A reload raises reclaim.cgroup_floor while a quiet unit's steps take its cache: the unit keeps the
+// new floor from the reload on, as a unit taken after it would, not the one it was taken under.
+TEST_F(EngineUnitsTest, AReloadsCgroupFloorBindsTheUnitsAlreadyTaken) {
+  editorAndBuild();
+  sim_.cgroup("user.slice/build.scope").file = 4000 * kMiB;  // many steps' worth
+  start(std::string(kNoTrim) + "reclaim:\n  step_max: 256M\n");
+  ASSERT_TRUE(runUntil([&] { return writesTo("user.slice/build.scope") > 0; }, 5min));
+  ASSERT_GT(fileMiB("user.slice/build.scope"), 3000);
+  policies::Policy raised = engine_->policy();
+  raised.reclaim.cgroupFloor = 3000 * kMiB;
+  reload(raised);
+  run(2min);
+  EXPECT_GE(fileMiB("user.slice/build.scope"), 2999);
+  for (const controller::TargetStatus& t : status().targets) {
+    if (t.cgroup != "user.slice/build.scope") continue;
+    EXPECT_EQ(t.floorBytes, 3000 * kMiB) << "status says the floor it keeps";
+  }
+}
+
 TEST_F(EngineUnitsTest, AQuietUnitIsTakenWholeNotAppByApp) {
   editor(160 * kMiB);
   sim_.addCgroup("user.slice/user@1000.service", 0);
