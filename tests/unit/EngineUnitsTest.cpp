@@ -467,6 +467,22 @@ TEST_F(EngineUnitsTest, AnAimEndsSaidWhenTheMachineGoesIdle) {
   EXPECT_EQ(unaimed.back().field("at"), aimed.back().field("at"));
 }
 
+// A reload raises reclaim.cgroup_floor to just under what the cgroup aimed at holds: the next probes
+// keep the new floor there, not the one the cgroup was aimed at under. The next scan says it only a
+// quarter of a grace later; meanwhile the probes, doubling each one, took it to the old floor.
+TEST_F(EngineUnitsTest, AReloadsCgroupFloorBindsTheAimAtOnce) {
+  sim_.addCgroup("bg", 300 * kMiB);
+  sim_.addCgroup("work", 600 * kMiB);
+  heavyWorkEnds("idle:\n  grace: 2m\ntrim:\n  interval: 1s\n", 150s);
+  ASSERT_TRUE(runUntil([&] { return writesTo("work") > 0; }, 2min)) << "probes aimed at the cgroup";
+  const std::uint64_t held = sim_.subtreeFile("work");
+  policies::Policy raised = engine_->policy();
+  raised.reclaim.cgroupFloor = held - 2 * kMiB;
+  reload(raised);
+  run(20s);
+  EXPECT_GE(sim_.subtreeFile("work"), held - 2 * kMiB);
+}
+
 // Without units the whole is probed: the sibling's hot set is taken with the cold cache (the
 // model takes a probe of the root from the first cgroup first) and read back.
 TEST_F(EngineUnitsTest, WithoutUnitsTheMachinesProbesReachTheBusySiblingsHotSet) {
