@@ -110,7 +110,9 @@ void Engine::adopt(std::vector<TargetState>& next, const std::unordered_map<std:
     // probe's round still coming in would never be judged, and no probe would follow it.
     if (!gov.pressure.enabled) kept.trim.settling.reset();
     // The cgroup its probes aim at keeps the floor of the policy now, as chooseAims() would set it
-    // at the next scan: probes come many times a scan, and double each time.
+    // at the next scan: probes come many times a scan, and double each time. Without units there is
+    // no aim (the next scan would end it, after those probes).
+    if (kept.trim.aim && !policy_.idle.units) unaim(kept, now, "idle.units is off", false);
     if (kept.trim.aim) kept.trim.aim->floor = policy_.governance(-1, false).floor;
     next.push_back(std::move(kept));
     return;

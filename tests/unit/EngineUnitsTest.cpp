@@ -483,6 +483,23 @@ TEST_F(EngineUnitsTest, AReloadsCgroupFloorBindsTheAimAtOnce) {
   EXPECT_GE(sim_.subtreeFile("work"), held - 2 * kMiB);
 }
 
+// A reload turns idle.units off while probes are aimed: from the reload on they go to the whole, as
+// they would had the policy been so from the start, not to the cgroup until the next scan.
+TEST_F(EngineUnitsTest, AReloadWithoutUnitsSendsTheProbesBackToTheWholeAtOnce) {
+  sim_.addCgroup("bg", 300 * kMiB);
+  sim_.addCgroup("work", 600 * kMiB);
+  heavyWorkEnds("idle:\n  grace: 2m\ntrim:\n  interval: 1s\n", 150s);
+  ASSERT_TRUE(runUntil([&] { return writesTo("work") > 0; }, 2min)) << "probes aimed at the cgroup";
+  policies::Policy off = engine_->policy();
+  off.idle.units = false;
+  reload(off);
+  const std::size_t aimed = writesTo("work");
+  run(20s);
+  EXPECT_EQ(writesTo("work"), aimed);
+  EXPECT_GT(writesTo(""), 0u);
+  EXPECT_EQ(count("trim_unaimed"), 1u) << "the aim's end is said";
+}
+
 // Without units the whole is probed: the sibling's hot set is taken with the cold cache (the
 // model takes a probe of the root from the first cgroup first) and read back.
 TEST_F(EngineUnitsTest, WithoutUnitsTheMachinesProbesReachTheBusySiblingsHotSet) {
