@@ -156,6 +156,9 @@ void Engine::scheduleTrims(TimePoint now) {
     const std::uint64_t above = trimAbove(t.measured->reclaimable, trimKeep(t, now));
     if (t.trim.baselined) t.trim.law.probed(now, above, trimLaw(t));
     else t.trim.law.start(now, above, trimLaw(t));
+    // Started (or started again after a hold) with the probes aimed at a quiet cgroup, chosen before:
+    // their step doubles from the first, as from the aim's start (TrimLaw::aimed).
+    if (!t.trim.baselined && t.trim.aim) t.trim.law.aimed();
     if (!t.trim.baselined) {
       // At or under its floor no probe can follow: the start is not news at info.
       emit(above > 0 ? Severity::Info : Severity::Debug, "trim_started")

@@ -500,6 +500,23 @@ TEST_F(EngineUnitsTest, AReloadWithoutUnitsSendsTheProbesBackToTheWholeAtOnce) {
   EXPECT_EQ(count("trim_unaimed"), 1u) << "the aim's end is said";
 }
 
+// The work ends before the machine has been busy for a grace: its cgroup is aimed at before trimming
+// starts. The aimed probes double from the first all the same (the law started with the aim in place
+// is an aimed one), not at the smallest step for a clean stretch as probes of the whole.
+TEST_F(EngineUnitsTest, AnAimChosenBeforeTrimmingStartsDoublesFromTheFirstProbe) {
+  sim_.addCgroup("bg", 300 * kMiB);
+  sim_.addCgroup("work", 600 * kMiB);
+  heavyWorkEnds("idle:\n  grace: 2m\n", 50s);
+  ASSERT_TRUE(runUntil([&] { return count("trim_aimed") > 0; }, 2min));
+  ASSERT_EQ(count("trim_started"), 0u) << "aimed before trimming starts";
+  ASSERT_TRUE(runUntil([&] { return writesTo("work") >= 3; }, 3min));
+  std::vector<std::uint64_t> bytes;
+  for (const Write& w : sim_.writes())
+    if (w.path == "work") bytes.push_back(w.bytes);
+  EXPECT_EQ(bytes[1], 2 * bytes[0]);
+  EXPECT_EQ(bytes[2], 2 * bytes[1]);
+}
+
 // Without units the whole is probed: the sibling's hot set is taken with the cold cache (the
 // model takes a probe of the root from the first cgroup first) and read back.
 TEST_F(EngineUnitsTest, WithoutUnitsTheMachinesProbesReachTheBusySiblingsHotSet) {
