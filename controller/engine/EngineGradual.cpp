@@ -196,11 +196,10 @@ void Engine::dryRunShares(const std::vector<PlannedShare>& shares, TimePoint now
   for (const PlannedShare& share : shares) {
     TargetState& t = *find(share.target);
     // A trim probe comes every trim.interval: debug, summarized at info (trim_summary).
-    emit(share.trim ? Severity::Debug : Severity::Info, "reclaim_step")
-        .add("cgroup", t.label())
-        .add("rule", ruleLabel(t))
-        .add("kind", share.trim ? "trim" : "idle")
-        .add("dry_run", true)
+    Event& e = emit(share.trim ? Severity::Debug : Severity::Info, "reclaim_step");
+    e.add("cgroup", t.label()).add("rule", ruleLabel(t)).add("kind", share.trim ? "trim" : "idle");
+    if (share.aim) e.add("at", share.aim->path);  // where it would be written, as a run's line says
+    e.add("dry_run", true)
         .mib("asked_mib", share.bytes)
         .mib("reclaimable_mib", share.known)
         .mib("floor_mib", share.floor);

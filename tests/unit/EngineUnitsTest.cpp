@@ -517,6 +517,28 @@ TEST_F(EngineUnitsTest, AnAimChosenBeforeTrimmingStartsDoublesFromTheFirstProbe)
   EXPECT_EQ(bytes[2], 2 * bytes[1]);
 }
 
+// A dry run aims as a run does, and its lines say where the probes would go: the cgroup aimed at, as
+// a run's reclaim_step does, not the target as a whole.
+TEST_F(EngineUnitsTest, ADryRunSaysWhereItsProbesWouldGo) {
+  sim_.addCgroup("bg", 300 * kMiB);
+  sim_.addCgroup("work", 600 * kMiB);
+  sim_.cgroup("bg").cpuShare = 0.02;
+  sim_.cgroup("work").cpuShare = 0.5;
+  sim_.setMachineBusy(0.52);
+  start("idle:\n  grace: 40s\n", true);
+  run(60s);
+  sim_.cgroup("work").cpuShare = 0;
+  sim_.setMachineBusy(0.02);
+  ASSERT_TRUE(runUntil([&] { return count("trim_aimed") > 0; }, 2min));
+  const std::size_t before = named("reclaim_step").size();
+  run(20s);
+  const auto said = named("reclaim_step");
+  ASSERT_GT(said.size(), before);
+  for (std::size_t i = before; i < said.size(); ++i)
+    EXPECT_EQ(said[i].field("at"), "work") << said[i].text();
+  EXPECT_TRUE(sim_.writes().empty());
+}
+
 // Without units the whole is probed: the sibling's hot set is taken with the cold cache (the
 // model takes a probe of the root from the first cgroup first) and read back.
 TEST_F(EngineUnitsTest, WithoutUnitsTheMachinesProbesReachTheBusySiblingsHotSet) {
