@@ -539,6 +539,28 @@ TEST_F(EngineUnitsTest, ADryRunSaysWhereItsProbesWouldGo) {
   EXPECT_TRUE(sim_.writes().empty());
 }
 
+// The machine's meminfo cannot be read once, right after an aimed probe: the step ends unmeasured,
+// what it freed unknown. That says nothing of the cgroup aimed at, which is not left as one whose
+// cache does not go (not aimed at again until it held a chunk more): the next probes go on there.
+TEST_F(EngineUnitsTest, AnAimedProbeThatCouldNotBeMeasuredKeepsTheAim) {
+  sim_.addCgroup("bg", 300 * kMiB);
+  sim_.addCgroup("work", 600 * kMiB);
+  heavyWorkEnds("idle:\n  grace: 2m\ntrim:\n  interval: 1s\n", 150s);
+  ASSERT_TRUE(runUntil([&] { return writesTo("work") > 0; }, 2min)) << "probes aimed at the cgroup";
+  bool once = false;
+  sim_.beforeWrite = [&](const std::string&, std::uint64_t) {
+    if (!std::exchange(once, true)) sim_.failReads("meminfo", EIO, 1);  // the read after this write
+  };
+  const std::size_t from = sim_.writes().size();
+  run(5s);
+  ASSERT_TRUE(once);
+  EXPECT_EQ(count("trim_unaimed"), 0u) << named("trim_unaimed").front().text();
+  const std::vector<Write> writes = writesSince(from);
+  EXPECT_GE(writes.size(), 3u);
+  for (const Write& w : writes)
+    EXPECT_EQ(w.path, "work");
+}
+
 // Without units the whole is probed: the sibling's hot set is taken with the cold cache (the
 // model takes a probe of the root from the first cgroup first) and read back.
 TEST_F(EngineUnitsTest, WithoutUnitsTheMachinesProbesReachTheBusySiblingsHotSet) {
