@@ -314,8 +314,9 @@ void Engine::settleStep(TargetState& t, const StepOutcome& step, bool pressed, T
   // Asked and (almost) nothing freed — EAGAIN, or cache regrowing as fast as it goes: pause
   // this target until its cache grows by a chunk, so it cannot hold the whole budget every
   // pass while other idle targets wait.
-  // A step that freed something ends such a pause: the next one is judged afresh.
-  if (step.requestedBytes >= policies::kMinRequestBytes &&
+  // A step that freed something ends such a pause: the next one is judged afresh. One that ended
+  // unmeasured freed an unknown amount, not nothing: no pause (the cache may never regrow by a chunk).
+  if (step.end != StepEnd::Unmeasured && step.requestedBytes >= policies::kMinRequestBytes &&
       step.freed() < static_cast<std::int64_t>(policies::kMinRequestBytes))
     t.period.stalledAt = step.after;
   else if (step.freed() >= static_cast<std::int64_t>(policies::kMinRequestBytes))

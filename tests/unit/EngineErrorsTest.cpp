@@ -78,6 +78,21 @@ TEST_F(EngineErrorsTest, AChunkWhoseTargetCannotBeMeasuredEndsItsStepAndIsSaid) 
   EXPECT_NE(skipped.front().field("error").value_or("").find("injected memory"), std::string::npos);
 }
 
+// What that step freed is unknown, not next to nothing: the target is not paused until its cache
+// regrows by a chunk (on a machine left idle it never would), and the next steps take it to its floor.
+TEST_F(EngineErrorsTest, AStepThatCouldNotBeMeasuredDoesNotPauseItsTarget) {
+  sim_.addCgroup("work", 600 * kMiB);
+  start("rules:\n  - match: work\n    floor: 128M\n");
+  bool failed = false;
+  sim_.beforeWrite = [&](const std::string&, std::uint64_t) {
+    if (!std::exchange(failed, true)) sim_.failReads("memory", EIO, 1);  // the read after this chunk
+  };
+  ASSERT_TRUE(runUntil([&] { return count("reclaim_step") >= 1; }, 3min));
+  ASSERT_EQ(named("reclaim_step").front().field("end"), "unmeasured");
+  run(1min);
+  EXPECT_LE(sim_.subtreeFile("work"), 129 * kMiB);
+}
+
 TEST_F(EngineErrorsTest, ADropWhoseCacheCannotBeReadIsSaidWithoutMadeUpFigures) {
   sim_.addCgroup("work", 1000 * kMiB);
   sim_.failReads("meminfo", EIO, 1'000'000);
