@@ -103,8 +103,9 @@ void Engine::aimedStepEnded(TargetState& t, const StepOutcome& step, TimePoint n
     t.trim.refused = t.trim.aim;
     return unaim(t, now, "its memory.reclaim refused a probe: " + step.result.error().message(), false);
   }
-  // What the probe freed is unknown (the target could not be measured after it): no verdict on the cgroup.
-  if (step.end == StepEnd::Unmeasured) return;
+  // What the probe freed is unknown (the target could not be measured after it), or the kernel refused
+  // the request's format (EINVAL: a re-probe follows): no verdict on the cgroup.
+  if (step.end == StepEnd::Unmeasured || step.status() == cgroup::ReclaimStatus::Unsupported) return;
   const auto least = static_cast<std::int64_t>(policies::kMinRequestBytes);
   if (step.requestedBytes < policies::kMinRequestBytes || step.freed() >= least) return;
   t.trim.refused = t.trim.aim;

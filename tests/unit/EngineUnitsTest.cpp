@@ -561,6 +561,29 @@ TEST_F(EngineUnitsTest, AnAimedProbeThatCouldNotBeMeasuredKeepsTheAim) {
     EXPECT_EQ(w.path, "work");
 }
 
+// An aimed probe meets EINVAL: the request's format, not the cgroup (the kernel no longer takes the
+// swappiness key, and the probe after it says so: plain requests, no swap). That says nothing of the
+// cgroup's cache; the probes go on at it in the format the probe found.
+TEST_F(EngineUnitsTest, AnAimedProbesEinvalIsTheFormatsNotTheCgroups) {
+  sim_.addCgroup("bg", 300 * kMiB);
+  sim_.addCgroup("work", 600 * kMiB);
+  heavyWorkEnds("idle:\n  grace: 2m\ntrim:\n  interval: 1s\n", 150s);
+  ASSERT_TRUE(runUntil([&] { return writesTo("work") > 0; }, 2min)) << "probes aimed at the cgroup";
+  Capabilities caps = fullCapabilities();
+  caps.swappinessKey = controller::KeySupport::Unsupported;
+  sim_.setCapabilities(caps);
+  sim_.queueWriteStatus(cgroup::ReclaimStatus::Unsupported, EINVAL);
+  const std::size_t from = sim_.writes().size();
+  run(10s);
+  ASSERT_EQ(reprobes(), 1u);
+  ASSERT_EQ(engine_->mode().mode, policies::Mode::Gradual);
+  EXPECT_EQ(count("trim_unaimed"), 0u) << named("trim_unaimed").front().text();
+  const std::vector<Write> writes = writesSince(from);
+  EXPECT_GE(writes.size(), 3u);
+  for (const Write& w : writes)
+    EXPECT_EQ(w.path, "work");
+}
+
 // Without units the whole is probed: the sibling's hot set is taken with the cold cache (the
 // model takes a probe of the root from the first cgroup first) and read back.
 TEST_F(EngineUnitsTest, WithoutUnitsTheMachinesProbesReachTheBusySiblingsHotSet) {
