@@ -156,9 +156,11 @@ void Engine::scheduleTrims(TimePoint now) {
     const std::uint64_t above = trimAbove(t.measured->reclaimable, trimKeep(t, now));
     if (t.trim.baselined) t.trim.law.probed(now, above, trimLaw(t));
     else t.trim.law.start(now, above, trimLaw(t));
-    // Started (or started again after a hold) with the probes aimed at a quiet cgroup, chosen before:
-    // their step doubles from the first, as from the aim's start (TrimLaw::aimed).
-    if (!t.trim.baselined && t.trim.aim) t.trim.law.aimed();
+    // Started with the probes aimed at a quiet cgroup chosen before: their step doubles from the
+    // first, as from the aim's start (TrimLaw::aimed). Not again after a hold: the aimed probes met
+    // cache in use there (a busy neighbour's hot set charged to the quiet cgroup), and doubling
+    // from the first would take it again.
+    if (!t.trim.baselined && t.trim.aim && t.trim.law.holds() == 0) t.trim.law.aimed();
     if (!t.trim.baselined) {
       // At or under its floor no probe can follow: the start is not news at info.
       emit(above > 0 ? Severity::Info : Severity::Debug, "trim_started")
