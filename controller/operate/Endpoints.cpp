@@ -1,5 +1,6 @@
 #include "controller/operate/Endpoints.h"
 
+#include <fcntl.h>
 #include <spdlog/spdlog.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
@@ -112,6 +113,11 @@ Result<void> Endpoints::open(const EndpointOptions& options) {
   if (!conns_) return errnoError(errno, "epoll_create1");
   timer_.reset(::timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC));
   if (!timer_) return errnoError(errno, "timerfd_create");
+  // Held for accept() at the fd limit (see accept()); only listeners need it.
+  if (!options.statusSocket.empty() || !options.metricsListen.empty()) {
+    spare_.reset(::open("/dev/null", O_RDONLY | O_CLOEXEC));
+    if (!spare_) return errnoError(errno, "open /dev/null");
+  }
   if (!options.statusSocket.empty()) {
     const std::string& path = options.statusSocket;
     auto addr = unixAddress(path);
@@ -191,8 +197,26 @@ const std::string& Endpoints::rendered(const Render& render, std::optional<std::
 void Endpoints::accept(int listenFd, bool http, TimePoint now) {
   for (int taken = 0; taken < kMaxAcceptsPerWakeup; ++taken) {
     UniqueFd fd(::accept4(listenFd, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC));
-    // EAGAIN: no one else waits. Any other error (a client that gave up, EMFILE) is the client's
-    // loss, not the daemon's: the batch ends and the next wakeup accepts again, ignoring it.
+    if (!fd && (errno == EMFILE || errno == ENFILE) && spare_) {
+      // Out of fds the connection stays queued and the listener readable: the loop would wake
+      // for it at once, again and again. The spare fd makes room to take it and hang up.
+      const int err = errno;
+      spare_.reset();
+      UniqueFd dropped(::accept4(listenFd, nullptr, nullptr, SOCK_CLOEXEC));
+      const bool hungUp = static_cast<bool>(dropped);
+      dropped.reset();  // before the spare is opened again, in the slot it frees
+      spare_.reset(::open("/dev/null", O_RDONLY | O_CLOEXEC));
+      if (!hungUp) return;
+      ++droppedUnsaid_;
+      if (!droppedSaid_ || now - *droppedSaid_ >= kRefusedLogPeriod) {
+        spdlog::warn("event=connection_dropped error=\"{}\" dropped={}", std::strerror(err), droppedUnsaid_);
+        droppedSaid_ = now;
+        droppedUnsaid_ = 0;
+      }
+      continue;
+    }
+    // EAGAIN: no one else waits. Any other error (a client that gave up) is the client's loss,
+    // not the daemon's: the batch ends and the next wakeup accepts again, ignoring it.
     if (!fd) return;
     if (!admit(fd.get(), http, now)) continue;
     Connection c;

@@ -104,8 +104,10 @@ class Endpoints {
   std::optional<std::string> statusCache_, metricsCache_;
   std::optional<TimePoint> refusedSaid_;
   std::uint64_t refusedUnsaid_ = 0;
+  std::optional<TimePoint> droppedSaid_;
+  std::uint64_t droppedUnsaid_ = 0;
   Render status_, metrics_;
-  UniqueFd conns_, timer_, statusListen_, httpListen_;
+  UniqueFd conns_, timer_, statusListen_, httpListen_, spare_;
   ino_t statusInode_ = 0;
   std::map<int, Connection> connections_;
   TimePoint lastMetricsWrite_{};

@@ -1,9 +1,11 @@
 // The endpoints in-process, through their loop-agnostic interface (fds() + handle()): the
 // metrics file, connection budgets and idle deadlines, HTTP details, status socket ownership.
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -162,6 +164,35 @@ TEST_F(EndpointsTest, IdleHttpClientsStarveNeitherStatusNorScrape) {
     ::close(fd);
   ::close(status);
   ::close(scrape);
+}
+
+// Out of fds, a waiting connection cannot be accepted and its listener stays readable: it is
+// taken and closed at once, or the loop would wake for it again and again until an fd frees up.
+TEST_F(EndpointsTest, AConnectionBeyondTheFdLimitIsClosedNotLeftWaiting) {
+  ASSERT_TRUE(open(options()).ok());
+  const int client = connectUnix(fx_.path("status.sock"));
+  rlimit old{};
+  ASSERT_EQ(::getrlimit(RLIMIT_NOFILE, &old), 0);
+  // The lowest free fd becomes the limit: the next accept fails with EMFILE.
+  const int lowest = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+  ASSERT_GE(lowest, 0);
+  ::close(lowest);
+  const rlimit low{static_cast<rlim_t>(lowest), old.rlim_max};
+  ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &low), 0);
+  const int listener = e_.fds().front();  // the status socket's
+  e_.handle(listener, SteadyClock::now());
+  ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &old), 0);
+  EXPECT_TRUE(readClosed(client).has_value());
+  pollfd p{listener, POLLIN, 0};
+  EXPECT_EQ(::poll(&p, 1, 0), 0) << "the listener still has a connection waiting";
+  EXPECT_EQ(e_.connections(), 0u);
+  ::close(client);
+  // With fds again, the socket answers as before.
+  const int again = connectUnix(fx_.path("status.sock"));
+  std::optional<std::string> out;
+  EXPECT_TRUE(pumpUntil(e_, [&] { return (out = readClosed(again)).has_value(); }));
+  EXPECT_EQ(out.value_or(""), "{\"status\":1}\n");
+  ::close(again);
 }
 
 TEST_F(EndpointsTest, HeadAndBareLineFeeds) {
