@@ -256,18 +256,15 @@ void Daemon::turn() {
   armTimer(wake);
 }
 
-// The cgroups' open files follow the engine's targets: a target gone closes its cgroup's files.
+// The cgroups' open files follow the engine's targets and their aims, after every turn: a target
+// gone closes its cgroup's files, and so does any other cgroup a turn read (the quiet cgroups a
+// scan names as candidates), or their fds would pin removed cgroups and add up to the fd limit.
 void Daemon::retainTargets() {
-  const auto& targets = engine_.targets();
-  const bool same = targets.size() == targetIds_.size() &&
-                    std::equal(targets.begin(), targets.end(), targetIds_.begin(),
-                               [](const TargetState& t, std::uint32_t id) { return t.id == id; });
-  if (same || !tracker_) return;
-  targetIds_.clear();
+  if (!tracker_) return;
   std::vector<CgroupRef> keep;
-  for (const TargetState& t : targets) {
-    targetIds_.push_back(t.id);
+  for (const TargetState& t : engine_.targets()) {
     keep.push_back(t.ref());
+    if (t.trim.aim) keep.push_back(CgroupRef{t.trim.aim->path, t.trim.aim->inode});
   }
   tracker_->retain(keep);
 }

@@ -90,7 +90,6 @@ class Daemon {
   std::optional<SystemSensors> sensors_;
   std::optional<SystemActuator> actuator_;
   std::unique_ptr<Recorder> recorder_;
-  std::vector<std::uint32_t> targetIds_;  // the targets whose cgroups' files stay open
   EventLog log_;
   Endpoints endpoints_;
   Notifier notifier_;

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <string_view>
+#include <unordered_map>
 
 namespace reclaimd::controller {
 
@@ -20,11 +22,16 @@ Result<cgroup::Cgroup*> Tracker::open(const CgroupRef& ref) {
 }
 
 void Tracker::retain(const std::vector<CgroupRef>& keep) {
+  // Called after every turn with every target: hashed, not one scan of `keep` per open cgroup.
+  std::unordered_multimap<std::string_view, std::uint64_t> kept;
+  kept.reserve(keep.size());
+  for (const CgroupRef& r : keep)
+    kept.emplace(r.path, r.inode);
   for (auto it = open_.begin(); it != open_.end();) {
-    const bool kept = std::any_of(keep.begin(), keep.end(), [&](const CgroupRef& r) {
-      return r.path == it->first && (r.inode == 0 || r.inode == it->second.inode());
-    });
-    it = kept ? std::next(it) : open_.erase(it);
+    const auto [first, last] = kept.equal_range(it->first);
+    const bool stays =
+        std::any_of(first, last, [&](const auto& k) { return k.second == 0 || k.second == it->second.inode(); });
+    it = stays ? std::next(it) : open_.erase(it);
   }
 }
 

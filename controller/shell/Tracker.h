@@ -21,7 +21,7 @@ class Tracker {
   Result<cgroup::Tree> walk(const cgroup::Descend& descend = {}) {
     return cgroup::walkTree(root_.get(), 1'000'000, descend);
   }
-  // The cgroup `ref` names, opened on first use and kept. A cgroup found at the path under
+  // The cgroup `ref` names, opened on first use and kept until retain(). A cgroup found at the path under
   // another inode is a new one: ENOENT, as for one that is gone (the engine walks again).
   Result<cgroup::Cgroup*> open(const CgroupRef& ref);
   // Closes the files of every cgroup not in `keep`.

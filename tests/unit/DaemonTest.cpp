@@ -4,12 +4,14 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 
 #include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <sstream>
 #include <thread>
+#include <tuple>
 
 #include "tests/unit/DaemonHarness.h"
 #include "tests/unit/SimFiles.h"
@@ -138,6 +140,55 @@ TEST_F(DaemonTest, ATwelveHundredTargetTreeUnderASoftLimitOf1024IsWalkedAndReadW
   const auto code = d->wait(10s);
   const std::string tail = log().substr(log().size() > 4000 ? log().size() - 4000 : 0);
   EXPECT_EQ(code, 0) << "what it did last:\n" << tail;
+}
+
+// The daemon's open fds whose target lies under `dir` (removed directories too: "... (deleted)").
+std::size_t fdsUnder(pid_t pid, const std::string& dir) {
+  std::size_t n = 0;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator("/proc/" + std::to_string(pid) + "/fd", ec)) {
+    const auto target = std::filesystem::read_symlink(e.path(), ec);
+    if (!ec && target.string().rfind(dir, 0) == 0) ++n;
+  }
+  return n;
+}
+
+// Whether `file` was read since it was last written.
+bool readSince(const std::string& file) {
+  struct stat st {};
+  if (::stat(file.c_str(), &st) != 0) return false;
+  return std::tie(st.st_atim.tv_sec, st.st_atim.tv_nsec) > std::tie(st.st_mtim.tv_sec, st.st_mtim.tv_nsec);
+}
+
+// Quiet cgroups of a busy machine are read at every scan as candidate units; one that never
+// becomes a target must not stay open after the scan: removed, it would stay pinned by the
+// daemon's fds (a dying cgroup), and cgroups that come and go would use up the fd limit.
+TEST_F(DaemonTest, QuietCgroupsReadAsCandidatesAreNotKeptOpen) {
+  SimFiles machine(fx_);
+  constexpr int kQuiet = 20;
+  machine.change([&](SimMachine& m) {
+    m.addCgroup("work", 64 * kMiB);
+    m.cgroup("work").cpuShare = 0.5;
+    m.setMachineBusy(0.5);
+    m.chargeMachineTo("work");
+    for (int i = 0; i < kQuiet; ++i)
+      m.addCgroup("q" + std::to_string(i), 4 * kMiB);  // under what makes a unit: never a target
+  });
+  auto d = start();
+  ASSERT_TRUE(waitLog("event=start")) << log();
+  const std::string quiet = fx_.path("cg/q");
+  // A scan judged them quiet and their memory.stat was read: a read moves a file's access time
+  // past its modification (relatime, as for a file never read before).
+  ASSERT_TRUE(eventually([&] { return readSince(fx_.path("cg/q0/memory.stat")); }, 10s)) << log().substr(0, 3000);
+  machine.change([&](SimMachine& m) {
+    for (int i = 0; i < kQuiet; ++i)
+      m.removeCgroup("q" + std::to_string(i));
+  });
+  EXPECT_TRUE(eventually([&] { return fdsUnder(d->pid(), quiet) == 0; }, 10s))
+      << fdsUnder(d->pid(), quiet) << " fds still open in removed cgroups";
+  EXPECT_TRUE(d->running());
+  d->signal(SIGTERM);
+  EXPECT_EQ(d->wait(5s), 0) << log().substr(0, 3000);
 }
 
 TEST_F(DaemonTest, InvalidConfigAtStartIsAConfigError) {
