@@ -3,8 +3,10 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <future>
 #include <memory>
+#include <system_error>
 #include <thread>
 
 #include "base/Clock.h"
@@ -22,20 +24,29 @@ namespace {
 // How long dropcache waits for sync before dropping what is clean.
 constexpr nanoseconds kSyncWait = 2s;
 
-// Runs sync() on a detached thread; true when it finished within `wait`. A sync that never
-// returns keeps only its own thread (in the kernel), not the loop and with it SIGTERM.
-bool syncWithin(nanoseconds wait) {
+}  // namespace
+
+bool syncWithin(const std::function<void()>& sync, nanoseconds wait) {
+  // One at a time: a sync stuck on a dead filesystem would otherwise leave one more thread stuck
+  // beside it at every drop, without end. While it runs, the next drop waits for no sync.
+  static std::atomic<bool> running{false};
+  if (running.exchange(true)) return false;
   auto done = std::make_shared<std::promise<void>>();
   std::future<void> finished = done->get_future();
   // The daemon's signals stay blocked in this thread too (it inherits the mask).
-  std::thread([done] {
-    ::sync();
-    done->set_value();
-  }).detach();
+  try {
+    std::thread([done, sync] {
+      sync();
+      running = false;
+      done->set_value();
+    }).detach();
+  } catch (const std::system_error&) {
+    // No thread to be had (a tasks limit): the drop goes ahead unsynced, as after a slow sync.
+    running = false;
+    return false;
+  }
   return finished.wait_for(wait) == std::future_status::ready;
 }
-
-}  // namespace
 
 Result<CpuReading> SystemSensors::cpu() {
   auto times = proc_.stat();
@@ -96,7 +107,7 @@ cgroup::ReclaimWrite SystemActuator::reclaim(const CgroupRef& ref, std::uint64_t
 Result<void> SystemActuator::dropCaches() {
   // Dirty pages are not dropped, so sync first; after the grace period there are few and it is
   // short. After kSyncWait caches are dropped without it (what is still dirty simply stays).
-  if (!syncWithin(kSyncWait)) {
+  if (!syncWithin([] { ::sync(); }, kSyncWait)) {
     emit(Event(Severity::Warn, "sync_slow")
              .ms("waited_ms", kSyncWait)
              .add("reason", "a filesystem is slow to sync; dropping what is clean"));

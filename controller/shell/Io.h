@@ -15,6 +15,11 @@
 
 namespace reclaimd::controller {
 
+// Runs `sync` on a detached thread; true when it finished within `wait`. A sync that never
+// returns keeps only its own thread (in the kernel), not the loop and with it SIGTERM; while it
+// runs, another call starts none and returns false at once.
+bool syncWithin(const std::function<void()>& sync, std::chrono::nanoseconds wait);
+
 class SystemSensors final : public Sensors {
  public:
   // `tracker` may be null (no cgroup tree in use).

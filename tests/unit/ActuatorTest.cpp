@@ -3,15 +3,22 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <chrono>
 #include <filesystem>
+#include <future>
+#include <memory>
 
 #include "controller/shell/Io.h"
 #include "controller/shell/PressureIo.h"
 #include "controller/shell/Tracker.h"
 #include "tests/unit/Fixture.h"
+#include "tests/unit/Process.h"
 
 namespace reclaimd::controller {
 namespace {
+
+using namespace std::chrono_literals;
 
 TEST(Actuator, ASymlinkedMemoryReclaimIsRefusedAsWhatItIs) {
   testing::Fixture fx;
@@ -31,6 +38,24 @@ TEST(Actuator, ASymlinkedMemoryReclaimIsRefusedAsWhatItIs) {
   EXPECT_NE(w.result.error().message().find("app.slice/memory.reclaim: a symlink"), std::string::npos)
       << w.result.error().message();
   EXPECT_EQ(fx.read("elsewhere"), "") << "nothing written through the link";
+}
+
+// A sync stuck on a dead filesystem never returns: a drop at every idle period must not start
+// one more thread stuck beside it each time.
+TEST(Actuator, ASyncStillRunningIsNotStartedAgain) {
+  std::promise<void> release;
+  std::shared_future<void> released = release.get_future().share();
+  auto started = std::make_shared<std::atomic<int>>(0);
+  auto hanging = [released, started] {
+    ++*started;
+    released.wait();
+  };
+  EXPECT_FALSE(syncWithin(hanging, 10ms));
+  EXPECT_FALSE(syncWithin(hanging, 10ms));
+  EXPECT_EQ(started->load(), 1);
+  release.set_value();
+  // Once it has returned, the next drop syncs again.
+  EXPECT_TRUE(testing::eventually([] { return syncWithin([] {}, 1s); }, 5s));
 }
 
 }  // namespace
