@@ -150,6 +150,8 @@ bool Replayer::expect(const std::string& kind, const std::optional<std::string>&
   if (nextKind != "did" && nextKind != "ask" && nextKind != "in" && nextKind != "caps" && nextKind != "end")
     return fail("a " + nextKind.substr(0, 40) + " line where a command, reads or the next input belongs");
   const bool recorded = nextKind == kind;
+  // A bare kind: the recording was cut short in the middle of this line.
+  if (recorded && next->size() <= kind.size()) return fail("a " + kind + " line without its text (cut short?)");
   const std::string recordedText = recorded ? next->substr(kind.size() + 1) : "";
   if (!text) {
     if (recorded) return fail("the recording has " + what + " (" + recordedText + ") where the engine gives none");

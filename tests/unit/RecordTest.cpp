@@ -127,6 +127,21 @@ TEST_F(RecordTest, ARecordingStopsAtItsLimitAndSaysWhy) {
   EXPECT_NE(out.find("end size-limit"), std::string::npos);
 }
 
+// A recording cut short mid-line (the daemon killed during a write, a copy cut off) may end in a
+// bare "did" or "ask": what it holds is replayed, and the cut line named, not an exception.
+TEST_F(RecordTest, ARecordingCutAfterALinesKindIsRefusedWithAReason) {
+  record(10min);
+  const std::string text = recorded();
+  for (const std::string kind : {"\ndid ", "\nask "}) {
+    const std::size_t at = text.find(kind);
+    ASSERT_NE(at, std::string::npos) << kind;
+    const std::string cut = text.substr(0, at + kind.size() - 1);
+    std::string out, err;
+    EXPECT_EQ(replay(cut, out, err), controller::kExitDataError) << out;
+    EXPECT_NE(err.find("a " + kind.substr(1, 3) + " line without its"), std::string::npos) << err;
+  }
+}
+
 TEST_F(RecordTest, WhatIsNotARecordingIsRefusedWithAReason) {
   std::string out, err;
   EXPECT_EQ(replay("", out, err), controller::kExitDataError);
