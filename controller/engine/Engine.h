@@ -289,6 +289,11 @@ class Engine {
   Scope* scopeById(ScopeId id);
   // Takes a total of the scope's pressure file, read at `now`.
   void takeTotal(Scope& scope, ScopeId id, TimePoint now, const Result<std::uint64_t>& total);
+  // A backoff ends once its calm period has passed (said as `resume`).
+  void resumeIfCalm(Scope& scope, TimePoint now);
+  // A backed-off scope whose pressure file could not be opened (feed Off: no total will ever be
+  // read) resumes by the clock, as one whose totals are unreadable does.
+  void resumeUnwatched(Scope& scope, TimePoint now);
   void reportPressure(Scope& scope, TimePoint now, const char* source);
   void checkRefaults(TargetState& t, TimePoint now);
   void watchRefaults(TargetState& t, bool trim, TimePoint now, const Readings& readings);

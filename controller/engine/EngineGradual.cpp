@@ -49,6 +49,7 @@ Reads Engine::gradualTargets(const Input& input) {
   Reads totals;
   for (TargetState& t : targets_.all) {
     if (t.active() || trimDue(t, now)) ensureScope(t);
+    if (t.scope) resumeUnwatched(*t.scope, now);
     if (!t.scope || !t.scope->readsTotals()) continue;
     if ((t.active() && t.scope->feed() == PressureFeed::Polling) || t.scope->backoff().active())
       totals.pressure.push_back(t.id);

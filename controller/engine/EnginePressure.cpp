@@ -139,6 +139,14 @@ void Engine::takeTotal(Scope& scope, ScopeId id, TimePoint now, const Result<std
   } else if (scope.add(now, *total, own)) {
     reportPressure(scope, now, "total");
   }
+  resumeIfCalm(scope, now);
+}
+
+void Engine::resumeUnwatched(Scope& scope, TimePoint now) {
+  if (scope.feed() == PressureFeed::Off) resumeIfCalm(scope, now);
+}
+
+void Engine::resumeIfCalm(Scope& scope, TimePoint now) {
   if (scope.backoff().resume(now)) {
     emit(Severity::Info, "resume")
         .add("scope", scope.label())

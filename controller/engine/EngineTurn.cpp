@@ -33,6 +33,7 @@ Reads Engine::beginTurn(const Input& input) {
   k.asked.scan = !idle_.verdict.idle() && idle_.busy.due(k.at);
   if (pressure_.machine && pressure_.machine->needsTotals() && pressure_.machine->readsTotals())
     k.asked.pressure.push_back(kMachineScope);
+  if (pressure_.machine) resumeUnwatched(*pressure_.machine, k.at);
   if (mode_.mode == policies::Mode::Gradual && !policy_.rules.empty() && walkDue(k.at)) {
     const Reads tree = treeReads();
     k.asked.tree = tree.tree;

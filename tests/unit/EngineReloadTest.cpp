@@ -68,5 +68,38 @@ TEST_F(EngineReloadTest, AReloadThatTurnsPressureOffWhileRefaultsComeInLetsProbe
   EXPECT_FALSE(settling()) << status().targets.at(0).trimWhy;
 }
 
+// The machine's pressure file cannot be opened when the reload watches it afresh (out of fds, say):
+// no total is read any more, and the calm period of the backoff it inherited runs out by the clock,
+// as it does while totals are unreadable, instead of holding every step for as long as the daemon runs.
+TEST_F(EngineReloadTest, ABackoffWhosePressureFileCannotBeOpenedAfterAReloadStillEnds) {
+  ASSERT_TRUE(twoStepsThenAStall());
+  ASSERT_TRUE(backedOff());
+  sim_.setMachineStall(0);
+  sim_.feedAs = controller::PressureFeed::Off;
+  reload(engine_->policy());
+  const std::size_t before = steps().size();
+  run(2min);
+  EXPECT_FALSE(backedOff());
+  EXPECT_GT(steps().size(), before) << "reclaim resumed after the calm period";
+}
+
+TEST_F(EngineReloadTest, ATargetsBackoffWhosePressureFileCannotBeOpenedAfterAReloadStillEnds) {
+  sim_.addCgroup("work", 3000 * kMiB);
+  sim_.addCgroup("app.slice", 3000 * kMiB);
+  start("rules:\n  - match: app.slice\n    floor: 128M\npressure: {calm: 30s}\n");
+  ASSERT_TRUE(runUntil([&] { return steps("app.slice").size() >= 2; }, 3min));
+  sim_.cgroup("app.slice").stallShare = 0.4;
+  run(1s);
+  sim_.pressureFires("app.slice");
+  ASSERT_TRUE(runUntil([&] { return backoffs("app.slice") >= 1; }, 5s));
+  sim_.cgroup("app.slice").stallShare = 0;
+  sim_.feedAs = controller::PressureFeed::Off;
+  reload(engine_->policy());
+  const std::size_t before = steps("app.slice").size();
+  run(2min);
+  EXPECT_FALSE(backedOff());
+  EXPECT_GT(steps("app.slice").size(), before) << "app.slice is reclaimed again after its calm period";
+}
+
 }  // namespace
 }  // namespace reclaimd::testing
