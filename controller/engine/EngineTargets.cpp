@@ -107,8 +107,12 @@ void Engine::adopt(std::vector<TargetState>& next, const std::unordered_map<std:
     if (kept.cpuIdle) kept.cpuIdle->reconfigure(idleConfigOf(gov.idle));
     kept.refaults.reconfigure(refaultConfigOf(gov, caps_.pageBytes));
     // Without the pressure guards refaults are not followed (the root's are not even read): a
-    // probe's round still coming in would never be judged, and no probe would follow it.
-    if (!gov.pressure.enabled) kept.trim.settling.reset();
+    // probe's round still coming in would never be judged, and no probe would follow it; a step's
+    // watch would never end, and keep the target measured on every tick.
+    if (!gov.pressure.enabled) {
+      kept.trim.settling.reset();
+      kept.refaults = RefaultGuard(refaultConfigOf(gov, caps_.pageBytes));
+    }
     // The cgroup its probes aim at keeps the floor of the policy now, as chooseAims() would set it
     // at the next scan: probes come many times a scan, and double each time. Without units there is
     // no aim (the next scan would end it, after those probes).

@@ -101,5 +101,20 @@ TEST_F(EngineReloadTest, ATargetsBackoffWhosePressureFileCannotBeOpenedAfterARel
   EXPECT_GT(steps("app.slice").size(), before) << "app.slice is reclaimed again after its calm period";
 }
 
+// A step's refault watch is under way when a reload turns the pressure guards off: its refaults are
+// no longer judged, and the watch ends rather than keeping the target measured on every tick.
+TEST_F(EngineReloadTest, AReloadThatTurnsPressureOffEndsAStepsRefaultWatch) {
+  sim_.addCgroup("work", 600 * kMiB);
+  start();
+  ASSERT_TRUE(runUntil([&] { return !sim_.writes().empty(); }, 3min));
+  policies::Policy off = engine_->policy();
+  off.pressure.enabled = false;
+  reload(off);
+  run(60s);  // at the floor
+  sim_.reads.clear();
+  run(20s);
+  EXPECT_LE(sim_.reads["meminfo"], 5) << "the cache is looked at every kRecheckAtFloor (5 s), not every tick";
+}
+
 }  // namespace
 }  // namespace reclaimd::testing
