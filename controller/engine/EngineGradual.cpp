@@ -284,7 +284,9 @@ bool Engine::stepEnded(const PlannedShare& share, const StepOutcome& step, bool 
       if (!share.aim) targetGone(*t);  // an aimed probe's cgroup went, not the target (aimedStepEnded)
       break;
     case cgroup::ReclaimStatus::Failed:
-      t->period.stalledAt = step.after;
+      // The pause after a step that freed next to nothing was settled with the others
+      // (settleStep): one that freed chunks before the refusal is not paused until the cache
+      // regrows, which on a machine left idle it never does.
       // A probe the kernel refused met no cache: like a probe never sent, it is no clean time for
       // the step to grow on (TrimLaw::probed), and the stretch starts again at the next probe.
       if (share.trim) t->trim.law.paused();

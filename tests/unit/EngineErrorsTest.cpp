@@ -62,6 +62,24 @@ TEST_F(EngineErrorsTest, AFailedWriteSaysItsErrorWithTheFileItWroteTo) {
   EXPECT_EQ(step.field("error").value_or(""), "write work/memory.reclaim: Device or resource busy") << step.text();
 }
 
+// A step freed a chunk before the kernel refused the next one (EBUSY): it did not free next to
+// nothing, and its target is not paused until its cache regrows by a chunk (on a machine left idle
+// it never would); the next steps take it to its floor.
+TEST_F(EngineErrorsTest, AStepThatFreedBeforeAFailedChunkDoesNotPauseItsTarget) {
+  sim_.addCgroup("work", 600 * kMiB);
+  start("rules:\n  - match: work\n    floor: 128M\n");
+  int written = 0;
+  sim_.beforeWrite = [&](const std::string&, std::uint64_t) {
+    if (++written == 2) sim_.queueWriteStatus(cgroup::ReclaimStatus::Failed, EBUSY);
+  };
+  ASSERT_TRUE(runUntil([&] { return count("reclaim_step") >= 1; }, 3min));
+  const Event step = named("reclaim_step").front();
+  ASSERT_EQ(step.field("status").value_or(""), "failed") << step.text();
+  ASSERT_GT(mib(step.field("freed_mib").value_or("0")), 1.0) << step.text();
+  run(1min);
+  EXPECT_LE(sim_.subtreeFile("work"), 129 * kMiB);
+}
+
 TEST_F(EngineErrorsTest, AChunkWhoseTargetCannotBeMeasuredEndsItsStepAndIsSaid) {
   sim_.addCgroup("work", 600 * kMiB);
   start("rules:\n  - match: work\n    floor: 128M\n");
