@@ -287,9 +287,11 @@ TimePoint Engine::nextWake(TimePoint now) const {
   }
   TimePoint next = now + (idle.predict ? period : regular);
   if (idle.predict) {
-    // A millisecond's margin so the sample lands after the predicted instant, not on it.
+    // A millisecond's margin so the sample lands after the predicted instant, not on it. A
+    // prediction already past is a detector's not fed this turn (an unreadable /proc/stat or
+    // cpu.stat): waking a millisecond later would read it again a thousand times a second.
     for (const auto& p : predicted) {
-      if (p && *p + 1ms < next) next = std::max(*p + 1ms, now + 1ms);
+      if (p && *p >= now && *p + 1ms < next) next = *p + 1ms;
     }
   }
   if (mode_.mode == policies::Mode::Gradual && !policy_.rules.empty() && targets_.lastWalk)

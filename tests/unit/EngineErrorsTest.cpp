@@ -111,6 +111,23 @@ TEST_F(EngineErrorsTest, AStepThatCouldNotBeMeasuredDoesNotPauseItsTarget) {
   EXPECT_LE(sim_.subtreeFile("work"), 129 * kMiB);
 }
 
+// /proc/stat turns unreadable while the machine works: the detector is fed no more, and the moment
+// it predicted the grace would end (were the machine quiet) passes. The turns go on at the sample
+// period, not a millisecond apart for as long as the file stays unreadable.
+TEST_F(EngineErrorsTest, AnUnreadableProcStatAfterWorkKeepsTheSamplePeriod) {
+  sim_.addCgroup("work", 600 * kMiB);
+  sim_.setMachineBusy(1.0);
+  start();
+  run(3min);
+  sim_.setMachineBusy(0);
+  sim_.failReads("cpu", EIO, 1'000'000);
+  run(5min);  // past every prediction the detector made
+  sim_.reads.clear();
+  run(60s);
+  EXPECT_LE(sim_.reads["cpu"], 101) << "every 0.6 s at most, as the last sample found the machine busy";
+  EXPECT_GE(count("sample_skipped"), 1u) << "the unreadable file is said";
+}
+
 TEST_F(EngineErrorsTest, ADropWhoseCacheCannotBeReadIsSaidWithoutMadeUpFigures) {
   sim_.addCgroup("work", 1000 * kMiB);
   sim_.failReads("meminfo", EIO, 1'000'000);
