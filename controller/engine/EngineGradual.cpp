@@ -319,7 +319,9 @@ void Engine::settleStep(TargetState& t, const StepOutcome& step, bool pressed, T
   // pass while other idle targets wait.
   // A step that freed something ends such a pause: the next one is judged afresh. One that ended
   // unmeasured freed an unknown amount, not nothing: no pause (the cache may never regrow by a chunk).
-  if (step.end != StepEnd::Unmeasured && step.requestedBytes >= policies::kMinRequestBytes &&
+  // Nor one a signal interrupted (EINTR): the kernel stopped for the signal, not for want of cache.
+  const bool interrupted = step.status() == cgroup::ReclaimStatus::Interrupted;
+  if (step.end != StepEnd::Unmeasured && !interrupted && step.requestedBytes >= policies::kMinRequestBytes &&
       step.freed() < static_cast<std::int64_t>(policies::kMinRequestBytes))
     t.period.stalledAt = step.after;
   else if (step.freed() >= static_cast<std::int64_t>(policies::kMinRequestBytes))

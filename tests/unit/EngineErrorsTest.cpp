@@ -80,6 +80,20 @@ TEST_F(EngineErrorsTest, AStepThatFreedBeforeAFailedChunkDoesNotPauseItsTarget) 
   EXPECT_LE(sim_.subtreeFile("work"), 129 * kMiB);
 }
 
+// A signal interrupted the first chunk (EINTR) before it freed anything: the kernel did not run out
+// of cache to take, and the target is not paused until its cache regrows by a chunk (on a machine
+// left idle it never would); the next steps take it to its floor.
+TEST_F(EngineErrorsTest, AnInterruptedStepDoesNotPauseItsTarget) {
+  sim_.addCgroup("work", 600 * kMiB);
+  start("rules:\n  - match: work\n    floor: 128M\n");
+  sim_.queueWriteStatus(cgroup::ReclaimStatus::Interrupted, EINTR);
+  ASSERT_TRUE(runUntil([&] { return count("reclaim_step") >= 1; }, 3min));
+  const Event step = named("reclaim_step").front();
+  ASSERT_EQ(step.field("status").value_or(""), "interrupted") << step.text();
+  run(1min);
+  EXPECT_LE(sim_.subtreeFile("work"), 129 * kMiB);
+}
+
 TEST_F(EngineErrorsTest, AChunkWhoseTargetCannotBeMeasuredEndsItsStepAndIsSaid) {
   sim_.addCgroup("work", 600 * kMiB);
   start("rules:\n  - match: work\n    floor: 128M\n");
