@@ -174,7 +174,8 @@ TimePoint IdleDetector::quietAt(std::chrono::nanoseconds length) const {
     const double busy = std::max(0.0, static_cast<double>(((last.busy - a.busy) - (last.own - a.own)).count()));
     const double totalSoFar = static_cast<double>((last.total - a.total).count());
     const double needed = rate > 0 ? (busy / share - totalSoFar) / rate : 0.0;
-    const TimePoint t = std::max(segmentStart, now + nanoseconds(static_cast<std::int64_t>(std::max(0.0, needed))));
+    // Clamped: an old anchor under a tiny threshold can need longer than a duration holds.
+    const TimePoint t = std::max(segmentStart, now + nanosecondsOf(needed));
     if (t < segmentEnd) return t;
   }
   return now + length;  // unreachable: the newest sample as anchor always gives a quiet span

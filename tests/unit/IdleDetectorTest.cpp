@@ -389,5 +389,19 @@ TEST(IdleDetector, SpanPercentIsTheLastSampleAlone) {
   EXPECT_NEAR(m.advance(1s, 0.0).spanPercent, 0.0, 1e-6);
 }
 
+// The smallest threshold and the longest grace, and a sample after days without one (the loop was
+// stopped): the quiet moment worked out for the old anchor lies further off than a duration holds.
+// The machine was busy throughout, so the window is quiet only a whole grace after this sample.
+TEST(IdleDetector, PredictionAfterALongBusyGapIsAGraceAway) {
+  Machine m(IdleConfig{0.001, 24h, 10s});
+  m.baseline();
+  m.advance(1s, 0);
+  const IdleVerdict v = m.advance(72h, 1.0);
+  ASSERT_FALSE(v.idle());
+  const auto predicted = m.detector().predictIdle();
+  ASSERT_TRUE(predicted.has_value());
+  EXPECT_EQ(*predicted, TimePoint{} + m.elapsed() + 24h);
+}
+
 }  // namespace
 }  // namespace reclaimd::controller
