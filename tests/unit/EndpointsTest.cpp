@@ -5,13 +5,16 @@
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <spdlog/spdlog.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
+#include <cstdint>
 #include <cstring>
 #include <filesystem>
 #include <functional>
@@ -173,6 +176,10 @@ TEST_F(EndpointsTest, AConnectionBeyondTheFdLimitIsClosedNotLeftWaiting) {
   const int client = connectUnix(fx_.path("status.sock"));
   rlimit old{};
   ASSERT_EQ(::getrlimit(RLIMIT_NOFILE, &old), 0);
+  // The line the drop logs, said once while fds are free: UBSan's first check of a dynamic type
+  // (the logger's) tests the memory through a pipe, which it cannot make at the fd limit, and
+  // would report the check itself as undefined behaviour. Later checks of the type are cached.
+  spdlog::warn("event=connection_dropped error=\"{}\" dropped={}", std::strerror(EMFILE), std::uint64_t{0});
   // The lowest free fd becomes the limit: the next accept fails with EMFILE.
   const int lowest = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
   ASSERT_GE(lowest, 0);
