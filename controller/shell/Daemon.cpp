@@ -261,6 +261,15 @@ void Daemon::turn() {
 // scan names as candidates), or their fds would pin removed cgroups and add up to the fd limit.
 void Daemon::retainTargets() {
   if (!tracker_) return;
+  // The same targets and aims as last time, and nothing opened since: the open files are those.
+  std::vector<std::uint64_t> kept;
+  kept.reserve(2 * engine_.targets().size());
+  for (const TargetState& t : engine_.targets()) {
+    kept.push_back(t.id);
+    kept.push_back(t.trim.aim ? t.trim.aim->inode : 0);
+  }
+  if (kept == kept_ && !tracker_->openedSinceRetain()) return;
+  kept_ = std::move(kept);
   std::vector<CgroupRef> keep;
   for (const TargetState& t : engine_.targets()) {
     keep.push_back(t.ref());

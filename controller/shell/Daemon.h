@@ -90,6 +90,7 @@ class Daemon {
   std::optional<SystemSensors> sensors_;
   std::optional<SystemActuator> actuator_;
   std::unique_ptr<Recorder> recorder_;
+  std::vector<std::uint64_t> kept_;  // each target's id and its aim's inode (0: none), as last retained
   EventLog log_;
   Endpoints endpoints_;
   Notifier notifier_;

@@ -18,11 +18,13 @@ Result<cgroup::Cgroup*> Tracker::open(const CgroupRef& ref) {
   if (ref.inode != 0 && opened->inode() != ref.inode)
     return errnoError(ENOENT, std::string(ref.path) + " was made again (a new cgroup under the old name)");
   auto [placed, inserted] = open_.emplace(std::string(ref.path), std::move(*opened));
+  opened_ = true;
   return &placed->second;
 }
 
 void Tracker::retain(const std::vector<CgroupRef>& keep) {
-  // Called after every turn with every target: hashed, not one scan of `keep` per open cgroup.
+  opened_ = false;
+  // Every target: hashed, not one scan of `keep` per open cgroup.
   std::unordered_multimap<std::string_view, std::uint64_t> kept;
   kept.reserve(keep.size());
   for (const CgroupRef& r : keep)

@@ -26,9 +26,12 @@ class Tracker {
   Result<cgroup::Cgroup*> open(const CgroupRef& ref);
   // Closes the files of every cgroup not in `keep`.
   void retain(const std::vector<CgroupRef>& keep);
+  // Whether open() opened a cgroup since the last retain(): one that may not be kept.
+  bool openedSinceRetain() const { return opened_; }
 
  private:
   UniqueFd root_;
+  bool opened_ = false;
   std::map<std::string, cgroup::Cgroup, std::less<>> open_;
 };
 
