@@ -105,11 +105,12 @@ void Engine::adopt(std::vector<TargetState>& next, const std::unordered_map<std:
     if (kept.usesCgroupCpu() && !kept.cpuIdle) kept.cpuIdle.emplace(idleConfigOf(gov.idle));
     if (!kept.usesCgroupCpu()) kept.cpuIdle.reset();
     if (kept.cpuIdle) kept.cpuIdle->reconfigure(idleConfigOf(gov.idle));
-    kept.refaults.reconfigure(refaultConfigOf(gov, caps_.pageBytes));
     // Without the pressure guards refaults are not followed (the root's are not even read): a
     // probe's round still coming in would never be judged, and no probe would follow it; a step's
     // watch would never end, and keep the target measured on every tick.
-    if (!gov.pressure.enabled) {
+    if (gov.pressure.enabled) {
+      kept.refaults.reconfigure(refaultConfigOf(gov, caps_.pageBytes));
+    } else {
       kept.trim.settling.reset();
       kept.refaults = RefaultGuard(refaultConfigOf(gov, caps_.pageBytes));
     }
