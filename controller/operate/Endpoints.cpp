@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <utility>
 
 #include "controller/ExitCodes.h"
 #include "controller/operate/MetricsFile.h"
@@ -207,12 +208,8 @@ void Endpoints::accept(int listenFd, bool http, TimePoint now) {
       dropped.reset();  // before the spare is opened again, in the slot it frees
       spare_.reset(::open("/dev/null", O_RDONLY | O_CLOEXEC));
       if (!hungUp) return;
-      ++droppedUnsaid_;
-      if (!droppedSaid_ || now - *droppedSaid_ >= kRefusedLogPeriod) {
-        spdlog::warn("event=connection_dropped error=\"{}\" dropped={}", std::strerror(err), droppedUnsaid_);
-        droppedSaid_ = now;
-        droppedUnsaid_ = 0;
-      }
+      if (auto n = dropped_.count(now, kRefusedLogPeriod))
+        spdlog::warn("event=connection_dropped error=\"{}\" dropped={}", std::strerror(err), *n);
       continue;
     }
     // EAGAIN: no one else waits. Any other error (a client that gave up) is the client's loss,
@@ -262,11 +259,15 @@ bool Endpoints::admit(int fd, bool http, TimePoint now) {
 // One line per kRefusedLogPeriod at most, with how many were refused since the last: whoever can
 // reach the socket can connect in a loop, and must not fill the journal.
 void Endpoints::refused(uid_t uid, pid_t pid, TimePoint now) {
-  ++refusedUnsaid_;
-  if (refusedSaid_ && now - *refusedSaid_ < kRefusedLogPeriod) return;
-  spdlog::warn("event=status_refused uid={} pid={} refused={}", uid, pid, refusedUnsaid_);
-  refusedSaid_ = now;
-  refusedUnsaid_ = 0;
+  if (auto n = refused_.count(now, kRefusedLogPeriod))
+    spdlog::warn("event=status_refused uid={} pid={} refused={}", uid, pid, *n);
+}
+
+std::optional<std::uint64_t> Endpoints::Tally::count(TimePoint now, std::chrono::nanoseconds period) {
+  ++unsaid;
+  if (said && now - *said < period) return std::nullopt;
+  said = now;
+  return std::exchange(unsaid, 0);
 }
 
 void Endpoints::onConnections() {

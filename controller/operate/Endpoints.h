@@ -102,10 +102,14 @@ class Endpoints {
   EndpointOptions options_;
   bool stopped_ = false;
   std::optional<std::string> statusCache_, metricsCache_;
-  std::optional<TimePoint> refusedSaid_;
-  std::uint64_t refusedUnsaid_ = 0;
-  std::optional<TimePoint> droppedSaid_;
-  std::uint64_t droppedUnsaid_ = 0;
+  // Events said at most once a period, with how many came since the last line.
+  struct Tally {
+    std::optional<TimePoint> said;
+    std::uint64_t unsaid = 0;
+    // Counts one at `now`; the count to say, or nothing within the period of the last line.
+    std::optional<std::uint64_t> count(TimePoint now, std::chrono::nanoseconds period);
+  };
+  Tally refused_, dropped_;
   Render status_, metrics_;
   UniqueFd conns_, timer_, statusListen_, httpListen_, spare_;
   ino_t statusInode_ = 0;
