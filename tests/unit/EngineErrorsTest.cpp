@@ -2,13 +2,31 @@
 // one the engine states (a skipped sample, a step ended), never a lost decision.
 #include <gtest/gtest.h>
 
+#include <utility>
+
 #include "tests/unit/EngineHarness.h"
 
 namespace reclaimd::testing {
 namespace {
 
 using namespace std::chrono_literals;
-class EngineErrorsTest : public EngineHarness {};
+class EngineErrorsTest : public EngineHarness {
+ protected:
+  // A 600 MiB cgroup under a rule whose first chunk's measurement fails (EIO on memory.stat):
+  // true once its first step has ended.
+  bool firstChunkUnmeasured() {
+    sim_.addCgroup("work", 600 * kMiB);
+    start("rules:\n  - match: work\n    floor: 128M\n");
+    failed_ = false;
+    sim_.beforeWrite = [this](const std::string&, std::uint64_t) {
+      if (!std::exchange(failed_, true)) sim_.failReads("memory", EIO, 1);  // the read after this chunk
+    };
+    return runUntil([&] { return count("reclaim_step") >= 1; }, 3min);
+  }
+
+ private:
+  bool failed_ = false;
+};
 
 TEST_F(EngineErrorsTest, ABackoffEndsByTheClockWhileThePressureTotalCannotBeRead) {
   ASSERT_TRUE(twoStepsThenAStall());
@@ -95,13 +113,7 @@ TEST_F(EngineErrorsTest, AnInterruptedStepDoesNotPauseItsTarget) {
 }
 
 TEST_F(EngineErrorsTest, AChunkWhoseTargetCannotBeMeasuredEndsItsStepAndIsSaid) {
-  sim_.addCgroup("work", 600 * kMiB);
-  start("rules:\n  - match: work\n    floor: 128M\n");
-  bool failed = false;
-  sim_.beforeWrite = [&](const std::string&, std::uint64_t) {
-    if (!std::exchange(failed, true)) sim_.failReads("memory", EIO, 1);  // the read after this chunk
-  };
-  ASSERT_TRUE(runUntil([&] { return count("reclaim_step") >= 1; }, 3min));
+  ASSERT_TRUE(firstChunkUnmeasured());
   const Event step = named("reclaim_step").front();
   EXPECT_EQ(step.field("end").value_or(""), "unmeasured") << step.text();
   const auto skipped = named("sample_skipped");
@@ -113,13 +125,7 @@ TEST_F(EngineErrorsTest, AChunkWhoseTargetCannotBeMeasuredEndsItsStepAndIsSaid) 
 // What that step freed is unknown, not next to nothing: the target is not paused until its cache
 // regrows by a chunk (on a machine left idle it never would), and the next steps take it to its floor.
 TEST_F(EngineErrorsTest, AStepThatCouldNotBeMeasuredDoesNotPauseItsTarget) {
-  sim_.addCgroup("work", 600 * kMiB);
-  start("rules:\n  - match: work\n    floor: 128M\n");
-  bool failed = false;
-  sim_.beforeWrite = [&](const std::string&, std::uint64_t) {
-    if (!std::exchange(failed, true)) sim_.failReads("memory", EIO, 1);  // the read after this chunk
-  };
-  ASSERT_TRUE(runUntil([&] { return count("reclaim_step") >= 1; }, 3min));
+  ASSERT_TRUE(firstChunkUnmeasured());
   ASSERT_EQ(named("reclaim_step").front().field("end"), "unmeasured");
   run(1min);
   EXPECT_LE(sim_.subtreeFile("work"), 129 * kMiB);
