@@ -217,7 +217,15 @@ void Engine::dryRunShares(const std::vector<PlannedShare>& shares, TimePoint now
 StepLimits Engine::limitsFor(const PlannedShare& share, nanoseconds budget) const {
   const TargetState* t = target(share.target);
   const std::uint64_t floor = !t ? share.known : share.trim ? share.floor : t->floor();
-  return StepLimits{share.bytes, floor, policy_.reclaim.chunk, budget, turn_.overshoot, turn_.excess};
+  StepLimits limits{share.bytes, floor, policy_.reclaim.chunk, budget, turn_.overshoot, turn_.excess};
+  // A cgroup's chunks are sized against its own floor; the machine's binds them too, by what the
+  // pass has freed so far (the machine's cache counts every cgroup's).
+  if (const Tick& k = *turn_.tick; k.mem && t && !t->path.empty()) {
+    const std::uint64_t reclaimable = k.mem->reclaimable();
+    const std::uint64_t machineRoom = reclaimable > policy_.reclaim.floor ? reclaimable - policy_.reclaim.floor : 0;
+    limits.room = machineRoom > k.freed ? machineRoom - k.freed : 0;
+  }
+  return limits;
 }
 
 void Engine::chunkWritten(std::uint32_t id, std::uint64_t asked, const cgroup::ReclaimWrite& w, std::int64_t freed,

@@ -56,8 +56,12 @@ std::optional<std::uint64_t> StepRun::next(const std::function<bool()>& shouldSt
     return std::nullopt;
   }
   const std::uint64_t above = out_.after > limits_.floor ? out_.after - limits_.floor : 0;
-  const std::uint64_t ask =
+  std::uint64_t ask =
       std::min({limits_.chunk, limits_.stepBytes - out_.requestedBytes, aimAbove(above, overshoot_, excess_)});
+  if (limits_.room != kNoRoomLimit) {
+    const auto freed = static_cast<std::uint64_t>(std::max<std::int64_t>(out_.freed(), 0));
+    ask = std::min(ask, aimAbove(limits_.room > freed ? limits_.room - freed : 0, overshoot_, excess_));
+  }
   if (ask < policies::kMinRequestBytes) {
     end(StepEnd::Floor);
     return std::nullopt;

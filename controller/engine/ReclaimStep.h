@@ -13,12 +13,15 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <optional>
 
 #include "base/Checked.h"
 #include "cgroup/ReclaimTypes.h"
 
 namespace reclaimd::controller {
+
+inline constexpr std::uint64_t kNoRoomLimit = std::numeric_limits<std::uint64_t>::max();
 
 struct StepLimits {
   std::uint64_t stepBytes = 0;         // at most this much asked in this step
@@ -29,6 +32,9 @@ struct StepLimits {
   // known yet: the first chunk then aims at half the distance to the floor, to learn it.
   double overshoot = 0;
   std::uint64_t excess = 0;  // freed beyond overshoot x asked by one request, as learned
+  // Most the step may free: what the machine holds above its own floor, for a cgroup target
+  // whose floor is its own. Freed, not asked, so a kernel freeing more than asked cannot cross it.
+  std::uint64_t room = kNoRoomLimit;
 };
 
 enum class StepEnd {

@@ -239,6 +239,19 @@ TEST(ReclaimStep, OvershootingKernelIsAimedShort) {
   EXPECT_EQ(t.excess, 0u) << "what the ratio explains is not excess";
 }
 
+TEST(ReclaimStep, TheMachinesRoomBoundsWhatACgroupsStepFrees) {
+  // A cgroup far above its own floor, on a machine 100 MiB above its own: the step stops at
+  // what it freed, not what it asked, or 6.1's 20 % more would take the machine under its floor.
+  FakeKernel k;
+  k.ratio = 1.2;
+  auto step = limits(256 * kMiB, 16 * kMiB);
+  step.room = 100 * kMiB;
+  StepOutcome s = k.run(step);
+  EXPECT_LE(s.freed(), static_cast<std::int64_t>(100 * kMiB));
+  EXPECT_GE(s.freed(), static_cast<std::int64_t>(97 * kMiB)) << "and reaches it";
+  EXPECT_EQ(s.end, StepEnd::Floor);
+}
+
 TEST(ReclaimStep, AKernelThatFreesWholeFoliosIsKeptOffTheFloor) {
   // 7.2 frees whole large folios, up to 2 MiB past a request (2.2 MiB asked freed 4.0 in the
   // VM tests): a step learns it from its chunks and keeps its last request that far short.

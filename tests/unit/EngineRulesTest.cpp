@@ -208,5 +208,14 @@ TEST_F(EngineRulesTest, DisabledModeWatchesOnly) {
   EXPECT_EQ(status().idlePeriods, 1u) << "it still watches";
 }
 
+TEST_F(EngineRulesTest, AKernelThatFreesMoreThanAskedKeepsTheMachineAtItsFloorUnderACgroupTarget) {
+  sim_.addCgroup("work", 1000 * kMiB);
+  sim_.setOvershoot(1.25);  // as 6.1 does
+  start("reclaim: {floor: 900M}\nrules:\n  - match: work\n    floor: 16M\n");
+  run(5min);
+  EXPECT_GE(sim_.subtreeFile(""), 899 * kMiB) << "the machine's floor, 900 MiB, binds the cgroup's steps";
+  EXPECT_LE(sim_.subtreeFile(""), 903 * kMiB) << "and is reached";
+}
+
 }  // namespace
 }  // namespace reclaimd::testing
