@@ -42,7 +42,8 @@ const std::array kKeys = {
         "most `threshold_percent` of one CPU over a grace period is reclaimed to `reclaim.cgroup_floor` while the "
         "machine stays busy; until then, from two busy scans after its work, the busy machine's trim probes go to it"},
     Key{"reclaim.floor", PolicyRef<std::uint64_t>([](Policy& p) -> std::uint64_t& { return p.reclaim.floor; }),
-        {0, kMaxSize}, "reclaimable memory the machine keeps in RAM: the root target's floor"},
+        {0, kMaxSize},
+        "reclaimable memory the machine keeps in RAM whatever the rules' floors say: the root target's floor"},
     Key{"reclaim.cgroup_floor",
         PolicyRef<std::uint64_t>([](Policy& p) -> std::uint64_t& { return p.reclaim.cgroupFloor; }), {0, kMaxSize},
         "file cache each governed cgroup below the root keeps unless its rule says otherwise: a typical service's "
