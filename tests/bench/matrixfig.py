@@ -158,7 +158,8 @@ def table(rows, cells, configs, kernels, head):
     """Markdown: one row per boot, by cell x kernel x config in the run's order; where a key has
     more than one boot (phases, repeats) the config says which: "default @0.4 #2"."""
     out = [head, "",
-           "| cell | kernel | config | cache at work end, MiB | bound, MiB | at bound after, min | cache at 5 min / end, MiB "
+           "| cell | kernel | config | cache at work end, MiB | bound, MiB | at bound after, min "
+           "| cache at 5 min / end, MiB "
            "| hot set read back after 2 min, MiB/min (% of it) | workload's PSI some, ms (after the work) "
            "| footprint integral, MiB x min | trims / MiB / holds | DAMON reclaimed, MiB |",
            "|---|---|---|---|---|---|---|---|---|---|---|---|"]

@@ -231,13 +231,16 @@ def _fmt(v, spec):
 def _table_rows(scen, grace):
     minute = 60 * scale_of(grace)
     cells = lambda key: (lambda r: r.get(key))  # noqa: E731
-    pair = lambda a, b: (lambda r: None if r.get(a) is None else f"{r[a]:.0f} / {_fmt(r.get(b), '{:.0f}')}")  # noqa: E731
+    pair = lambda a, b: (lambda r: None if r.get(a) is None  # noqa: E731
+                         else f"{r[a]:.0f} / {_fmt(r.get(b), '{:.0f}')}")
     if scen == "noisy":
         return [
-            ("Never idle: footprint / guest file cache at the start, MiB", pair("footprint_0_mib", "cache_0_mib"), "{}"),
+            ("Never idle: footprint / guest file cache at the start, MiB",
+             pair("footprint_0_mib", "cache_0_mib"), "{}"),
             *((f"Never idle: footprint / guest file cache at {m} min ({m * minute:g} s), MiB",
                pair(f"footprint_{m}_mib", f"cache_{m}_mib"), "{}") for m in MINUTES[1:]),
-            ("Never idle: footprint / guest file cache at the end (15 min), MiB", pair("footprint_end_mib", "cache_end_mib"), "{}"),
+            ("Never idle: footprint / guest file cache at the end (15 min), MiB",
+             pair("footprint_end_mib", "cache_end_mib"), "{}"),
             ("Never idle: reclaimable at the end, MiB", cells("reclaimable_end_mib"), "{:.0f}"),
             ("Never idle: cache at most floor + hot set + 10 % after, min", cells("bound_reached_min"), "{:.1f}"),
             ("Never idle: guest CPU busy over the phase, % (idle <= 0.5)", cells("busy_pct"), "{:.2f}"),

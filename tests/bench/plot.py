@@ -123,7 +123,8 @@ def write_dat(ddir, kernel, data):
             with open(os.path.join(ddir, f"{kernel}-{c}-{s}-{kind}.dat"), "w") as fh:
                 for t, name, _text, rss, cache in events:
                     if MARKERS[name][0] == kind:
-                        fh.write(f"{t:.3f} {'NaN' if rss is None else rss} {'NaN' if cache is None else f'{cache:.1f}'}\n")
+                        fh.write(f"{t:.3f} {'NaN' if rss is None else rss} "
+                                 f"{'NaN' if cache is None else f'{cache:.1f}'}\n")
 
 
 def _panel_setup(m, scen, lo, hi, grace, floor_mib, col, ylabel, name):

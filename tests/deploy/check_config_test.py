@@ -75,7 +75,8 @@ def check_probe(c, binary, etc):
     lines = r.stdout.splitlines()
     trigger = next((x for x in lines if x.startswith("psi_triggers:")), None)
     # Without PSI (a Debian kernel without psi=1) there is no trigger line, and `psi: no` says why.
-    c.ok("some 400000 4000000 on " in (trigger or "") or (trigger is None and any(x.startswith("psi: no") for x in lines)),
+    c.ok("some 400000 4000000 on " in (trigger or "") or
+         (trigger is None and any(x.startswith("psi: no") for x in lines)),
          "reclaimd probe --config FILE tries that policy's trigger (400 ms in 4 s)", r.stdout + r.stderr)
 
 

@@ -36,14 +36,16 @@ while IFS= read -r line; do complete_line "$line"; done
 """
 
 # An interactive zsh under zpty: compadd is wrapped to print every match it is given, and the
-# completion ends the shell, so each line typed with a TAB prints its matches and exits.
-ZSH_DRIVER = r"""
+# completion ends the shell, so each line typed with a TAB prints its matches and exits. The
+# compadd line is one line of the script, in two literals to keep within 120 columns.
+ZSH_DRIVER = (r"""
 zmodload zsh/zpty
 zpty z zsh -f -i
 zpty -w z "PROMPT=''; fpath=($1 \$fpath); _reclaimd_mountinfo=$2; cd $3"
 zpty -w z 'autoload -Uz compinit; compinit -u -D'
 zpty -w z 'zstyle ":completion:*" list-grouped false; zstyle ":completion:*" insert-tab false'
-zpty -w z 'compadd() { local -a __m; builtin compadd -O __m "$@"; print -rl -- "@@""M ${^__m[@]}"; builtin compadd "$@"; }'
+zpty -w z 'compadd() { local -a __m; builtin compadd -O __m "$@"; """
+              r"""print -rl -- "@@""M ${^__m[@]}"; builtin compadd "$@"; }'
 zpty -w z 'comppostfuncs=(_capture_end); _capture_end() { print -r -- "@@""END"; exit; }'
 zpty -w z "$4"$'\t'
 while zpty -r z line; do
@@ -52,7 +54,7 @@ while zpty -r z line; do
   [[ $line == *@@END* ]] && break
 done
 zpty -d z
-"""
+""")
 
 
 def fixture(tmp):
@@ -79,7 +81,8 @@ def check_bash(c, mountinfo, work):
     lines = ["reclaimd ", "reclaimd --log-level ", "reclaimd run --metr", "reclaimd status --",
              "reclaimd record ", "reclaimd record --record-limit 64M ", "reclaimd replay ", "reclaimd replay run.rec ",
              "reclaimd check-config ", "reclaimd check-config policy.yaml --explain ",
-             "reclaimd check-config policy.yaml --explain sys", "reclaimd check-config policy.yaml --explain system.slice/c"]
+             "reclaimd check-config policy.yaml --explain sys",
+             "reclaimd check-config policy.yaml --explain system.slice/c"]
     r = run(["bash", "-c", BASH_DRIVER, "driver", BASH, mountinfo, work], input="\n".join(lines) + "\n")
     got = dict(line.split("=>", 1) for line in r.stdout.splitlines() if "=>" in line)
     c.ok(len(got) == len(lines), "bash completes every line", r.stdout + r.stderr)

@@ -66,7 +66,8 @@ def base_image(c, rebuild):
         t0 = time.monotonic()
         tar = os.path.join(tmp, "rootfs.tar")
         r = run(["mmdebstrap", "--variant=apt", "--mode=root", "bookworm", tar, debian_mirror()])
-        if not c.ok(r.returncode == 0, f"mmdebstrap: a bookworm root from Debian's mirror ({time.monotonic() - t0:.0f} s)",
+        if not c.ok(r.returncode == 0,
+                    f"mmdebstrap: a bookworm root from Debian's mirror ({time.monotonic() - t0:.0f} s)",
                     r.stderr[-3000:]):
             return False
         r = run(["podman", "import", "--change", "CMD [\"/bin/bash\"]", tar, BASE_IMAGE])
@@ -84,7 +85,8 @@ def build_image(c, deb):
         # The build's apt-get reaches Debian's mirror as this machine does.
         r = run(["podman", "build", "--network", "host", "--build-arg", f"BASE={BASE_IMAGE}", "-f", CONTAINERFILE,
                  "-t", IMAGE, ctx])
-        return c.ok(r.returncode == 0, f"podman build -f deploy/container/Containerfile ({time.monotonic() - t0:.0f} s)",
+        return c.ok(r.returncode == 0,
+                    f"podman build -f deploy/container/Containerfile ({time.monotonic() - t0:.0f} s)",
                     (r.stdout + r.stderr)[-3000:])
     finally:
         shutil.rmtree(ctx)
@@ -187,8 +189,8 @@ def check_pod(c, ds, cm, tmp):
         return
     scraper = Scraper(tmp, textfile)
     try:
-        c.ok(wait_for(lambda: "event=start" in container_log(name), 15), "the daemon starts with the manifest's arguments",
-             container_log(name)[-3000:])
+        c.ok(wait_for(lambda: "event=start" in container_log(name), 15),
+             "the daemon starts with the manifest's arguments", container_log(name)[-3000:])
         probe = ctr["readinessProbe"]["exec"]["command"]
         r = run(["podman", "exec", name, *probe])
         c.ok(r.returncode == 0, f"the readiness probe's command answers: {' '.join(probe)}", r.stdout + r.stderr)
@@ -216,7 +218,8 @@ def check_metrics(c, ctr, scraper, textfile, up):
     text = wait_for(lambda: os.path.exists(prom) and want in open(prom).read() and open(prom).read(), 15) or ""
     c.ok(want in text, f"the textfile in the hostPath directory says reclaimd_up {up}", text[:300])
     if up:
-        c.equal(os.stat(prom).st_mode & 0o777, 0o644, "the textfile is world-readable (node_exporter runs as prometheus)")
+        c.equal(os.stat(prom).st_mode & 0o777, 0o644,
+                "the textfile is world-readable (node_exporter runs as prometheus)")
         promtool(c, text, "the textfile as written")
         c.ok(scraper.start(), "node_exporter (textfile collector) and Prometheus (scraping it) are up", scraper.log())
     got = wait_for(lambda: scraper.query("reclaimd_up") == str(up), 30)

@@ -59,7 +59,8 @@ def check_readme(c):
 
 
 def check_links(c):
-    pages = [os.path.join(REPO, "README.md")] + list(text_files("docs", (".md",))) + list(text_files("deploy", (".md",)))
+    pages = ([os.path.join(REPO, "README.md")] + list(text_files("docs", (".md",))) +
+             list(text_files("deploy", (".md",))))
     broken = []
     for page in pages:
         prose = re.sub(r"```.*?```", "", open(page).read(), flags=re.S)  # code is not links

@@ -131,7 +131,8 @@ def main():
     (ctr,) = pod["containers"]
     # The daemon's flags that `reclaimd probe` takes too (the rest are run's alone).
     args = ctr["args"]
-    flags = " ".join(f"{x} {args[i + 1]}" for i, x in enumerate(args) if x in ("--config", "--proc-root", "--cgroup-root"))
+    flags = " ".join(f"{x} {args[i + 1]}" for i, x in enumerate(args)
+                     if x in ("--config", "--proc-root", "--cgroup-root"))
     bundle = tempfile.mkdtemp(prefix="reclaimd-runc-")
     cgroup = os.path.join(cgroup2_mount(), TEST_CGROUP)
     cid = f"reclaimd-test-{os.getpid()}"

@@ -187,7 +187,8 @@ def main():
     req, lim = res.get("requests", {}), res.get("limits", {})
     c.ok(req.get("cpu") and req.get("memory") and lim.get("memory"), "requests cpu+memory, limits memory", res)
     c.ok("cpu" not in lim, "no CPU limit (throttling would stretch reclaim steps)")
-    c.ok(any(t.get("operator") == "Exists" and "key" not in t and "effect" not in t for t in pod.get("tolerations", [])),
+    c.ok(any(t.get("operator") == "Exists" and "key" not in t and "effect" not in t
+             for t in pod.get("tolerations", [])),
          "tolerates every taint (runs on every node)")
     c.ok(pod.get("priorityClassName") in (None, "system-node-critical", "system-cluster-critical"),
          "priorityClassName is absent or a system class")

@@ -41,8 +41,8 @@ INSTALLED = {
 # Directories the package owns: they go with it on purge.
 OWNED_DIRS = ["/etc/reclaimd/policy.d"]
 WANTS = "/etc/systemd/system/multi-user.target.wants/reclaimd.service"
-PROBE_KEYS = ["cgroup2_root", "memory_controller", "memory_reclaim", "swappiness_key", "swap_active", "page_size", "psi",
-              "compact_memory", "drop_caches", "requested_mode", "effective_mode", "reason"]
+PROBE_KEYS = ["cgroup2_root", "memory_controller", "memory_reclaim", "swappiness_key", "swap_active", "page_size",
+              "psi", "compact_memory", "drop_caches", "requested_mode", "effective_mode", "reason"]
 
 
 def check_lintian(c, what, path):

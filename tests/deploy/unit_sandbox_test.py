@@ -38,19 +38,23 @@ BIN = "/run/reclaimd-test/reclaimd"
 LIFECYCLE = ("Type", "NotifyAccess", "ExecStart", "ExecReload", "WatchdogSec", "Restart", "RestartSec",
              "RestartPreventExitStatus")
 
-CHECK_SCRIPT = r"""#!/bin/sh
+# The cgroup_0200_file and sysfs lines are each one line of the script, in two literals to keep
+# within 120 columns.
+CHECK_SCRIPT = (r"""#!/bin/sh
 try() { if sh -c "$2" 2>/dev/null; then echo "RESULT $1 written"; else echo "RESULT $1 refused"; fi; }
 # No awk: it is an alternatives link, and the container's /etc is empty.
 field() { sed -n "s/^$1:[[:space:]]*//p" /proc/self/status; }
 cg=$(sed -n 's/^[0-9]* [0-9]* [^ ]* [^ ]* \([^ ]*\) .* - cgroup2 .*/\1/p' /proc/self/mountinfo | head -n 1)
 try compact_memory 'echo 1 > /proc/sys/vm/compact_memory'
 try drop_caches 'echo 4 > /proc/sys/vm/drop_caches'
-try cgroup_0200_file "mkdir $cg/reclaimd-sandbox && echo 1 > $cg/reclaimd-sandbox/cgroup.kill; r=\$?; rmdir $cg/reclaimd-sandbox; exit \$r"
+try cgroup_0200_file "mkdir $cg/reclaimd-sandbox && echo 1 > $cg/reclaimd-sandbox/cgroup.kill; """
+                r"""r=\$?; rmdir $cg/reclaimd-sandbox; exit \$r"
 if [ -e "$cg/memory.reclaim" ]; then try memory_reclaim "echo 0 > $cg/memory.reclaim"; fi
 try run_reclaimd 'touch /run/reclaimd/x && rm /run/reclaimd/x'
 try vm_sysctl 'cat /proc/sys/vm/overcommit_ratio > /proc/sys/vm/overcommit_ratio'
 try kernel_sysctl 'cat /proc/sys/kernel/sched_child_runs_first > /proc/sys/kernel/sched_child_runs_first'
-try sysfs 'cat /sys/kernel/mm/transparent_hugepage/khugepaged/defrag > /sys/kernel/mm/transparent_hugepage/khugepaged/defrag'
+try sysfs 'cat /sys/kernel/mm/transparent_hugepage/khugepaged/defrag """
+                r"""> /sys/kernel/mm/transparent_hugepage/khugepaged/defrag'
 try etc 'touch /etc/reclaimd-sandbox'
 try usr 'touch /usr/reclaimd-sandbox'
 try home 'ls /root /home'
@@ -59,7 +63,7 @@ echo "RESULT cap_eff $(field CapEff)"
 echo "RESULT no_new_privs $(field NoNewPrivs)"
 echo "RESULT seccomp $(field Seccomp)"
 echo "RESULT uid_map $(tr -s ' ' / < /proc/self/uid_map | sed 's|^/||')"
-"""
+""")
 
 
 def unit_exec_start():

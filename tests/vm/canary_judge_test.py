@@ -24,7 +24,8 @@ LOG_LAG = 0.01  # how long after reclaimd's log time a log line arrives on the h
 def log(host_t, event, lag=LOG_LAG):
     """A reclaimd log line arriving at host_t, logged lag s earlier (guest wall time 13:00:00
     at host OFFSET)."""
-    return f"2026-12-02T13:{(host_t - lag - OFFSET) // 60:02.0f}:{(host_t - lag - OFFSET) % 60:09.6f} info event={event}"
+    return (f"2026-12-02T13:{(host_t - lag - OFFSET) // 60:02.0f}:{(host_t - lag - OFFSET) % 60:09.6f}"
+            f" info event={event}")
 
 
 def gradual_run(start_delay, stalls, with_canary=True, idle_lag=LOG_LAG, blocked=0.0):

@@ -102,7 +102,8 @@ def check_gradual(c, s, grace, series, late):
     idle = s.first("idle_entered")
     step = s.first("reclaim_step")
     mode = s.first("mode")
-    if not c.check(fill_end and idle and step and mode, "gradual: fill, idle_entered, reclaim_step and mode lines seen"):
+    if not c.check(fill_end and idle and step and mode,
+                   "gradual: fill, idle_entered, reclaim_step and mode lines seen"):
         return
     want = "plain" if series == "6.1" else "swappiness=0"  # the key arrived in 6.11
     c.check(mode.f.get("effective") == "gradual" and mode.f.get("format") == want,
@@ -130,7 +131,8 @@ def check_gradual(c, s, grace, series, late):
     c.check(bool(s.events("compact")), "gradual: compaction after the step")
     c.check(not s.events("dropcache"), "gradual: no drop_caches")
     for e in s.events("reclaim_step"):
-        c.check(e.f.get("status") in ("done", "partial"), f"gradual: step status {e.f.get('status')} errno {e.f.get('errno')}")
+        c.check(e.f.get("status") in ("done", "partial"),
+                f"gradual: step status {e.f.get('status')} errno {e.f.get('errno')}")
     ex = s.exit()
     c.check(ex and ex.f.get("code") == "0", f"gradual: clean exit on SIGTERM (code {ex and ex.f.get('code')})")
 
@@ -179,14 +181,16 @@ def check_sigterm(c, s, grace, series, late):
     ms = int(ex.f.get("kill_to_exit_ms", "99999"))
     c.figure(f"{series} sigterm: SIGTERM to exit", f"{ms} ms")
     killed = int(kill.f.get("t_ms", "0"))
-    canary.judge(c, "sigterm: exited within 1 s of SIGTERM", ms / 1000, 1.0, late, (killed, killed + ms), guest_clock=True)
+    canary.judge(c, "sigterm: exited within 1 s of SIGTERM", ms / 1000, 1.0, late, (killed, killed + ms),
+                 guest_clock=True)
     c.check(ex.f.get("code") == "0", f"sigterm: exit code 0 (got {ex.f.get('code')})")
     c.check(bool(s.events("stop")), "sigterm: stop logged")
 
 
 # apt-config: a dynamically linked C++ program (libstdc++, libsystemd) on every Debian, a
 # stand-in for reclaimd that proves the shared libraries are copied right (smoke.sh runs it).
-SMOKE_ADD = [(os.path.join(HERE, "guest", "smoke.sh"), "/test/smoke.sh"), ("/usr/bin/apt-config", "/opt/probe/apt-config")]
+SMOKE_ADD = [(os.path.join(HERE, "guest", "smoke.sh"), "/test/smoke.sh"),
+             ("/usr/bin/apt-config", "/opt/probe/apt-config")]
 
 
 def check_smoke(c, s):

@@ -7,7 +7,8 @@ The top-level test script runs the VM tests under it, so that a test which only 
 idle host fails there rather than on a developer's busy machine. The loops are started before
 COMMAND and stopped on every exit path: when COMMAND ends, when this process gets SIGTERM,
 SIGINT or SIGHUP (COMMAND's process group is stopped too: SIGTERM, SIGKILL after 10 s), and
-if this process is killed outright (they have PR_SET_PDEATHSIG). Exit status: COMMAND's (128 + signal if a signal ended it).
+if this process is killed outright (they have PR_SET_PDEATHSIG).
+Exit status: COMMAND's (128 + signal if a signal ended it).
 """
 import argparse
 import ctypes

@@ -101,7 +101,8 @@ def check_scenario(c, s, tag, bg_cgroup):
         hot = 100 * (b["hot_ms"] - a["hot_ms"]) / span_ms
         ticks = (b["busy"] - a["busy"]) + (b["idle"] - a["idle"])
         busy = 100 * (b["busy"] - a["busy"]) / ticks if ticks else 0
-        c.figure(f"{tag}: CPU over {span_ms / 1000:.0f} s: background ({bg_cgroup}) / hot reader / machine (/proc/stat)",
+        c.figure(f"{tag}: CPU over {span_ms / 1000:.0f} s: "
+                 f"background ({bg_cgroup}) / hot reader / machine (/proc/stat)",
                  f"{bg:.2f} % / {hot:.2f} % / {busy:.2f} %")
         c.check(BG_SHARE[0] <= bg <= BG_SHARE[1], f"{tag}: the background process used 1-5 % of the vCPU ({bg:.2f} %)")
     idle = s.events("idle_entered")
@@ -113,7 +114,8 @@ def check_steps(c, s, tag):
     steps = s.events("reclaim_step")
     trims = [e for e in steps if e.f.get("kind") == "trim"]
     other = sorted({e.f.get("kind", "none") for e in steps if e.f.get("kind") != "trim"})
-    c.check(bool(trims), f"{tag}: trim steps happened ({len(trims)} kind=trim of {len(steps)} steps; other kinds {other})")
+    c.check(bool(trims), f"{tag}: trim steps happened "
+            f"({len(trims)} kind=trim of {len(steps)} steps; other kinds {other})")
     below = []
     for e in steps:
         after, requested = float(e.f.get("reclaimable_after_mib", "nan")), float(e.f.get("requested_mib", "0"))
@@ -214,7 +216,8 @@ def cpu_figures(c, series, tag):
     if len(series) < 2:
         return
     a, b = series[0][1], series[-1][1]
-    c.figure(f"{tag}: reclaimd's own CPU over the run", f"{(b['reclaimd_ms'] - a['reclaimd_ms']) / (b['t_ms'] - a['t_ms']) * 100:.2f} %")
+    c.figure(f"{tag}: reclaimd's own CPU over the run",
+             f"{(b['reclaimd_ms'] - a['reclaimd_ms']) / (b['t_ms'] - a['t_ms']) * 100:.2f} %")
     rows = []
     for t in range(10, int(series[-1][0]) + 1, 10):
         got = busy_shares(series, t, 10)
@@ -242,7 +245,8 @@ def check_status(c, s, tag, bg_cgroup, series):
     c.check(bg_cgroup in names, f"{tag}: status --json names {bg_cgroup} among busy_cgroups ({names or busy})")
     text, code = status_block(s, "text")
     line = next((x for x in (text or "").splitlines() if x.strip().startswith("kept busy by:")), None)
-    c.check(line is not None and bg_cgroup in line, f"{tag}: text status says it is kept busy by {bg_cgroup} ({line!r})")
+    c.check(line is not None and bg_cgroup in line,
+            f"{tag}: text status says it is kept busy by {bg_cgroup} ({line!r})")
 
 
 def main(argv=None):
@@ -290,7 +294,8 @@ def main(argv=None):
         check_status(c, s, tag, bg_cgroup, series)
         cpu_figures(c, series, tag)
         ex = s.exit()
-        c.check(ex is not None and ex.f.get("code") == "0", f"{tag}: clean exit on SIGTERM (code {ex and ex.f.get('code')})")
+        c.check(ex is not None and ex.f.get("code") == "0",
+                f"{tag}: clean exit on SIGTERM (code {ex and ex.f.get('code')})")
     return 0 if c.report() else 1
 
 

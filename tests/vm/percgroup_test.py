@@ -5,7 +5,8 @@ Asserts: idle.slice (idle source cgroup) is reclaimed to its 32 MiB floor within
 starting within 1 s of its own grace period (from the end of its reads) although the machine is
 busy; busy.slice (busy, idle source cgroup) and kept.slice (disabled) keep >= 95 % of their
 cache; nothing is written at the root; cgroups created and removed meanwhile cause no error; a
-clean exit; the run, recorded (`reclaimd record`), replays to the recorded commands, the same twice. Usage: percgroup_test.py --kernel 6.12 --reclaimd build/controller/reclaimd
+clean exit; the run, recorded (`reclaimd record`), replays to the recorded commands, the same twice.
+Usage: percgroup_test.py --kernel 6.12 --reclaimd build/controller/reclaimd
 """
 import argparse
 import os
@@ -53,7 +54,8 @@ def main(argv=None):
     for other in ("busy.slice", "kept.slice", "/"):
         c.check(other not in by, f"{other}: nothing written ({len(by.get(other, []))} steps)")
     for e in steps:
-        c.check(e.f.get("status") in ("done", "partial"), f"step {e.f.get('cgroup')}: status {e.f.get('status')} errno {e.f.get('errno')}")
+        c.check(e.f.get("status") in ("done", "partial"),
+                f"step {e.f.get('cgroup')}: status {e.f.get('status')} errno {e.f.get('errno')}")
     idle = s.first("target_idle")
     read_end = s.mark("idle_read_end")
     if c.check(idle is not None and idle.f.get("cgroup") == "idle.slice" and read_end is not None,
@@ -61,8 +63,8 @@ def main(argv=None):
         delay = idle.t - (read_end.t + a.grace)
         c.figure(f"{a.kernel} idle.slice: reclaim start after its own grace end", f"{delay:+.3f} s")
         c.check(delay >= -0.2, f"idle.slice: not idle before its grace ends, less 0.2 s ({delay:+.3f} s)")
-        canary.judge(c, "idle.slice: idle within 1 s of its grace ending", delay, 1.0, canary.Canary.of(timeline.all, host),
-                     (read_end.t + a.grace, idle.t))
+        canary.judge(c, "idle.slice: idle within 1 s of its grace ending", delay, 1.0,
+                     canary.Canary.of(timeline.all, host), (read_end.t + a.grace, idle.t))
     c.check(not any(e.f.get("cgroup") in ("busy.slice", "kept.slice") for e in s.events("target_idle")),
             "busy.slice and kept.slice were never judged idle")
     c.check(not s.events("idle_entered"), "the machine as a whole was never idle (the busy loop)")

@@ -34,8 +34,8 @@ def check_units(c, s, kernel, late):
     first, last = series[0][1], series[-1][1]
     c.check(first["build_kib"] >= 380 * 1024, f"{tag}: the build's scope held its cache when reclaimd started "
             f"({first['build_kib'] / 1024:.0f} MiB)")
-    c.check(first["editor_kib"] >= HOT_MIB * 1024 * 0.95, f"{tag}: the editor's hot set was cached when reclaimd started "
-            f"({first['editor_kib'] / 1024:.1f} MiB)")
+    c.check(first["editor_kib"] >= HOT_MIB * 1024 * 0.95, f"{tag}: the editor's hot set was cached "
+            f"when reclaimd started ({first['editor_kib'] / 1024:.1f} MiB)")
     idle = s.events("idle_entered")
     c.check(not idle, f"{tag}: the machine was never judged idle ({len(idle)} idle_entered)")
     quiet = [e for e in s.events("unit_quiet") if e.f.get("cgroup") == UNIT]
@@ -64,6 +64,8 @@ def check_units(c, s, kernel, late):
     c.check(last["editor_kib"] >= HOT_MIB * 1024, f"{tag}: the editor's hot set stayed cached "
             f"({last['editor_kib'] / 1024:.1f} MiB)")
     stall = (last["psi_editor_us"] - first["psi_editor_us"]) / 1000
-    c.check(stall <= PSI_LIMIT_MS, f"{tag}: the editor's memory stall grew by at most {PSI_LIMIT_MS} ms ({stall:.1f} ms)")
+    c.check(stall <= PSI_LIMIT_MS, f"{tag}: the editor's memory stall grew by at most {PSI_LIMIT_MS} ms "
+            f"({stall:.1f} ms)")
     ex = s.exit()
-    c.check(ex is not None and ex.f.get("code") == "0", f"{tag}: clean exit on SIGTERM (code {ex and ex.f.get('code')})")
+    c.check(ex is not None and ex.f.get("code") == "0",
+            f"{tag}: clean exit on SIGTERM (code {ex and ex.f.get('code')})")

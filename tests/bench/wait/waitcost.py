@@ -51,8 +51,8 @@ def main():
 
     log = tempfile.NamedTemporaryFile(prefix="reclaimd-wait-", suffix=".log", delete=False)
     daemon = subprocess.Popen([args.reclaimd, "run", "--dry-run", "--log-level", "info", "--status-socket", ""],
-                              stdout=log, stderr=subprocess.STDOUT, env={k: v for k, v in os.environ.items()
-                                                                         if k not in ("NOTIFY_SOCKET", "WATCHDOG_USEC")})
+                              stdout=log, stderr=subprocess.STDOUT,
+                              env={k: v for k, v in os.environ.items() if k not in ("NOTIFY_SOCKET", "WATCHDOG_USEC")})
     base = subprocess.Popen([args.baseline])
     procs = {"reclaimd": daemon, "1 Hz loop": base}
     try:
