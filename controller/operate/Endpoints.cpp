@@ -35,12 +35,14 @@ constexpr std::size_t kMaxRequest = 8192;
 constexpr int kMaxAcceptsPerWakeup = 4;
 constexpr auto kRefusedLogPeriod = 10s;
 constexpr auto kMetricsFilePeriod = 10s;  // node_exporter scrapes every 15 s by default
+// An lstat a check: `reclaimd status` finds its socket again within seconds of a cleaner's pass.
+constexpr auto kStatusSocketCheckPeriod = 10s;
 
-void add(int epollFd, int fd, std::uint32_t events) {
+int add(int epollFd, int fd, std::uint32_t events) {
   epoll_event ev{};
   ev.events = events;
   ev.data.fd = fd;
-  ::epoll_ctl(epollFd, EPOLL_CTL_ADD, fd, &ev);
+  return ::epoll_ctl(epollFd, EPOLL_CTL_ADD, fd, &ev);
 }
 
 Result<sockaddr_un> unixAddress(const std::string& path) {
@@ -120,26 +122,9 @@ Result<void> Endpoints::open(const EndpointOptions& options) {
     if (!spare_) return errnoError(errno, "open /dev/null");
   }
   if (!options.statusSocket.empty()) {
-    const std::string& path = options.statusSocket;
-    auto addr = unixAddress(path);
-    if (!addr) return addr.error();
-    // The directory is made if missing (without systemd's RuntimeDirectory=).
-    const std::size_t slash = path.rfind('/');
-    // EEXIST is the usual answer; any other failure shows in bind's error, so it is ignored here.
-    if (slash != std::string::npos && slash > 0) (void)::mkdir(path.substr(0, slash).c_str(), 0755);
-    if (auto free = checkStatusSocket(path); !free) return free;
-    // A stale socket (checked just above); one that cannot be removed fails bind with EADDRINUSE.
-    (void)::unlink(path.c_str());
-    statusListen_.reset(::socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
-    if (!statusListen_) return errnoError(errno, "socket");
-    // Root only: the socket is made with mode 0600 (umask during bind), and peers are checked.
-    const mode_t old = ::umask(0177);
-    const int bound = ::bind(statusListen_.get(), reinterpret_cast<const sockaddr*>(&*addr), sizeof *addr);
-    ::umask(old);
-    if (bound != 0 || ::listen(statusListen_.get(), 8) != 0) return errnoError(errno, "bind " + path);
-    struct stat st {};
-    // Without the inode, finish() leaves the socket (the next start takes its path): ignoring.
-    if (::lstat(path.c_str(), &st) == 0) statusInode_ = st.st_ino;
+    statusWatch_.reset(::epoll_create1(EPOLL_CLOEXEC));
+    if (!statusWatch_) return errnoError(errno, "epoll_create1");
+    if (auto bound = bindStatusSocket(); !bound) return bound;
   }
   if (!options.metricsListen.empty()) {
     auto address = parseLoopback(options.metricsListen);
@@ -164,15 +149,15 @@ void Endpoints::setRenderers(Render status, Render metrics) {
 
 std::vector<int> Endpoints::fds() const {
   std::vector<int> out;
-  for (const UniqueFd* fd : {&statusListen_, &httpListen_, &conns_, &timer_}) {
+  for (const UniqueFd* fd : {&statusWatch_, &httpListen_, &conns_, &timer_}) {
     if (*fd) out.push_back(fd->get());
   }
   return out;
 }
 
 void Endpoints::handle(int fd, TimePoint now) {
-  if (statusListen_ && fd == statusListen_.get()) {
-    accept(fd, false, now);
+  if (statusWatch_ && fd == statusWatch_.get()) {
+    accept(statusListen_.get(), false, now);
   } else if (httpListen_ && fd == httpListen_.get()) {
     accept(fd, true, now);
   } else if (fd == conns_.get()) {
@@ -361,6 +346,50 @@ void Endpoints::arm(TimePoint now) {
     spec.it_value.tv_nsec = static_cast<long>(wait.count() % 1'000'000'000);
   }
   ::timerfd_settime(timer_.get(), 0, &spec, nullptr);
+}
+
+void Endpoints::keepStatusSocket(TimePoint now) {
+  if (!statusListen_ || stopped_) return;
+  if (statusChecked_ && now - *statusChecked_ < kStatusSocketCheckPeriod) return;
+  statusChecked_ = now;
+  const std::string& path = options_.statusSocket;
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) == 0 && st.st_ino == statusInode_) return;
+  if (auto bound = bindStatusSocket(); !bound) {
+    if (!std::exchange(statusLost_, true))
+      spdlog::warn("event=status_socket_lost path={} error=\"{}\"", path, bound.error().message());
+    return;
+  }
+  statusLost_ = false;
+  spdlog::warn("event=status_socket_restored path={}", path);
+}
+
+// A listener at the status socket's path, in place of any before it: the path is taken only where
+// it is free or holds a stale socket (checkStatusSocket).
+Result<void> Endpoints::bindStatusSocket() {
+  const std::string& path = options_.statusSocket;
+  auto addr = unixAddress(path);
+  if (!addr) return addr.error();
+  // The directory is made if missing (without systemd's RuntimeDirectory=, or removed with it).
+  const std::size_t slash = path.rfind('/');
+  // EEXIST is the usual answer; any other failure shows in bind's error, so it is ignored here.
+  if (slash != std::string::npos && slash > 0) (void)::mkdir(path.substr(0, slash).c_str(), 0755);
+  if (auto free = checkStatusSocket(path); !free) return free;
+  // A stale socket (checked just above); one that cannot be removed fails bind with EADDRINUSE.
+  (void)::unlink(path.c_str());
+  UniqueFd listener(::socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+  if (!listener) return errnoError(errno, "socket");
+  // Root only: the socket is made with mode 0600 (umask during bind), and peers are checked.
+  const mode_t old = ::umask(0177);
+  const int bound = ::bind(listener.get(), reinterpret_cast<const sockaddr*>(&*addr), sizeof *addr);
+  ::umask(old);
+  if (bound != 0 || ::listen(listener.get(), 8) != 0) return errnoError(errno, "bind " + path);
+  if (add(statusWatch_.get(), listener.get(), EPOLLIN) != 0) return errnoError(errno, "epoll_ctl " + path);
+  struct stat st {};
+  // Without the inode, finish() leaves the socket (the next start takes its path): ignoring.
+  statusInode_ = ::lstat(path.c_str(), &st) == 0 ? st.st_ino : 0;
+  statusListen_ = std::move(listener);  // closing the old one takes it out of statusWatch_
+  return {};
 }
 
 void Endpoints::writeMetricsFile(const Render& metrics, TimePoint now, bool force) {

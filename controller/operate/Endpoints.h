@@ -3,11 +3,12 @@
 // optional HTTP endpoint bound to loopback only. All non-blocking, served from the daemon's
 // one thread.
 //
-// Loop-agnostic: after open(), fds() is a fixed set of fds to watch for EPOLLIN (the
-// listeners, a nested epoll fd for the connections, the idle timer); the loop calls
-// handle(fd, now) once per ready fd. The status socket and HTTP have separate connection
-// budgets and idle deadlines enforced by the timer, so idle HTTP clients never starve
-// `reclaimd status`, and a new scrape evicts the oldest idle client rather than being refused.
+// Loop-agnostic: after open(), fds() is a fixed set of fds to watch for EPOLLIN (an epoll fd
+// holding the status listener, the HTTP listener, a nested epoll fd for the connections, the
+// idle timer); the loop calls handle(fd, now) once per ready fd. The status socket and HTTP have
+// separate connection budgets and idle deadlines enforced by the timer, so idle HTTP clients
+// never starve `reclaimd status`, and a new scrape evicts the oldest idle client rather than
+// being refused.
 #pragma once
 
 #include <sys/types.h>
@@ -73,6 +74,12 @@ class Endpoints {
   // gets the same rendering (a flood of scrapes costs one rendering per turn, not one each).
   void newTurn();
 
+  // Binds the status socket again where its path was removed or replaced while the daemon runs (a
+  // tmpfiles cleaner): `reclaimd status` would find nothing there until a restart. Checked once a
+  // period at most (an lstat), on the terms of open(): never over another daemon's socket or a
+  // file that is not a socket. Said once when it is bound again, once when it cannot be.
+  void keepStatusSocket(TimePoint now);
+
   // Writes the metrics file when its period has passed since the last write (or `force`).
   void writeMetricsFile(const Render& metrics, TimePoint now, bool force = false);
 
@@ -97,6 +104,7 @@ class Endpoints {
   void expire(TimePoint now);
   void arm(TimePoint now);
   Result<void> finish();
+  Result<void> bindStatusSocket();
   const std::string& rendered(const Render& render, std::optional<std::string>& cache);
 
   EndpointOptions options_;
@@ -112,7 +120,12 @@ class Endpoints {
   Tally refused_, dropped_;
   Render status_, metrics_;
   UniqueFd conns_, timer_, statusListen_, httpListen_, spare_;
+  // An epoll holding the status listener: the fd the loop watches stays one when the listener is
+  // made anew.
+  UniqueFd statusWatch_;
   ino_t statusInode_ = 0;
+  std::optional<TimePoint> statusChecked_;
+  bool statusLost_ = false;  // said that it could not be bound again
   std::map<int, Connection> connections_;
   TimePoint lastMetricsWrite_{};
   bool metricsWritten_ = false;

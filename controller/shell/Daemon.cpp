@@ -251,6 +251,7 @@ void Daemon::turn() {
   if (notifier_.enabled()) notifier_.status(statusLine());
   endpoints_.newTurn();
   endpoints_.writeMetricsFile([this] { return formatMetrics(report()); }, now);
+  endpoints_.keepStatusSocket(now);
   // systemd's watchdog is pinged from the turn: never sleep past its deadline.
   if (auto deadline = notifier_.watchdogDeadline()) wake = std::min(wake, *deadline);
   armTimer(wake);

@@ -283,6 +283,21 @@ TEST_F(DaemonTest, AStatusSocketPathTakenEndsTheRunWithItsExitCode) {
   EXPECT_TRUE(log().ends_with("event=exit code=73\n")) << log();
 }
 
+// A tmpfiles cleaner empties the socket's directory under the running daemon: within a check
+// period (10 s) the socket is back, and `reclaimd status` answers again.
+TEST_F(DaemonTest, AStatusSocketRemovedWhileRunningIsBoundAgain) {
+  SimFiles machine(fx_);
+  auto d = start();
+  ASSERT_TRUE(waitLog("event=start"));
+  std::filesystem::remove_all(fx_.path("run"));
+  ASSERT_TRUE(waitLog("event=status_socket_restored", 0, 20s)) << log();
+  auto [code, out] = runCommand({RECLAIMD_BINARY, "status", "--socket", fx_.path("run/status.sock")});
+  EXPECT_EQ(code, 0) << out;
+  d->signal(SIGTERM);
+  EXPECT_EQ(d->wait(5s), 0) << log();
+  EXPECT_FALSE(std::filesystem::exists(fx_.path("run/status.sock"))) << "the new socket is removed at the stop";
+}
+
 TEST_F(DaemonTest, NothingPossibleExitsUnavailable) {
   SimFiles machine(fx_);
   fx_.remove("cg/memory.reclaim");

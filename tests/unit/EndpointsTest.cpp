@@ -23,6 +23,7 @@
 #include "base/Clock.h"
 #include "controller/operate/Endpoints.h"
 #include "controller/operate/MetricsFile.h"
+#include "tests/unit/CapturedLog.h"
 #include "tests/unit/Fixture.h"
 
 namespace reclaimd::testing {
@@ -103,6 +104,14 @@ class EndpointsTest : public ::testing::Test {
     o.statusSocket = fx_.path("status.sock");
     o.metricsListen = "127.0.0.1:" + std::to_string(port_);
     return o;
+  }
+  // What the status socket at `path` answers, served by e_.
+  std::string statusAnswer(const std::string& path) {
+    const int fd = connectUnix(path);
+    std::optional<std::string> out;
+    pumpUntil(e_, [&] { return (out = readClosed(fd)).has_value(); });
+    ::close(fd);
+    return out.value_or("(no answer)");
   }
   Fixture fx_;
   int port_ = freePort();
@@ -263,6 +272,59 @@ TEST_F(EndpointsTest, ALiveSocketIsRefusedAStaleOneReplaced) {
   EndpointOptions o;
   o.statusSocket = stale;
   EXPECT_TRUE(third.open(o).ok());
+}
+
+// A tmpfiles cleaner removes the socket, its directory with it, under the running daemon: the next
+// check binds it again, on the fd the loop already watches, and says so once.
+TEST_F(EndpointsTest, ARemovedStatusSocketIsBoundAgainAtTheNextCheck) {
+  EndpointOptions o = options();
+  o.statusSocket = fx_.path("run/status.sock");
+  ASSERT_TRUE(open(o).ok());
+  const std::vector<int> fds = e_.fds();
+  const TimePoint t0 = SteadyClock::now();
+  e_.keepStatusSocket(t0);
+  std::filesystem::remove_all(fx_.path("run"));
+  CapturedLog log;
+  e_.keepStatusSocket(t0 + 1s);
+  EXPECT_FALSE(std::filesystem::exists(o.statusSocket)) << "checked once a period, not at every turn";
+  e_.keepStatusSocket(t0 + 10s);
+  struct stat st {};
+  ASSERT_EQ(::lstat(o.statusSocket.c_str(), &st), 0) << log.text();
+  EXPECT_TRUE(S_ISSOCK(st.st_mode));
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  EXPECT_EQ(e_.fds(), fds);
+  EXPECT_EQ(statusAnswer(o.statusSocket), "{\"status\":1}\n");
+  e_.keepStatusSocket(t0 + 20s);
+  EXPECT_EQ(log.count("event=status_socket_restored"), 1) << log.text();
+  e_.stop();
+  EXPECT_FALSE(std::filesystem::exists(o.statusSocket)) << "the new socket is the daemon's own to remove";
+}
+
+// Another daemon started while the path was free keeps it: said once, and the path is taken back
+// only once that daemon has gone.
+TEST_F(EndpointsTest, AStatusSocketPathTakenMeanwhileIsLeftToItsOwner) {
+  ASSERT_TRUE(open(options()).ok());
+  const std::string path = fx_.path("status.sock");
+  const TimePoint t0 = SteadyClock::now();
+  ASSERT_EQ(::unlink(path.c_str()), 0);
+  CapturedLog log;
+  {
+    Endpoints other;
+    EndpointOptions o;
+    o.statusSocket = path;
+    ASSERT_TRUE(other.open(o).ok());
+    struct stat before {};
+    struct stat after {};
+    ASSERT_EQ(::lstat(path.c_str(), &before), 0);
+    e_.keepStatusSocket(t0);
+    e_.keepStatusSocket(t0 + 10s);
+    ASSERT_EQ(::lstat(path.c_str(), &after), 0);
+    EXPECT_EQ(after.st_ino, before.st_ino) << "the other daemon's socket is left in place";
+    EXPECT_EQ(log.count("event=status_socket_lost"), 1) << log.text();
+  }
+  e_.keepStatusSocket(t0 + 20s);
+  EXPECT_EQ(log.count("event=status_socket_restored"), 1) << log.text();
+  EXPECT_EQ(statusAnswer(path), "{\"status\":1}\n");
 }
 
 // A user who may write the metrics directory plants symlinks at the names root writes: none is

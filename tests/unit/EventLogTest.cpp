@@ -2,42 +2,17 @@
 // a minute; machine-wide events and the steps themselves are never limited.
 #include <gtest/gtest.h>
 
-#include <spdlog/sinks/ostream_sink.h>
-#include <spdlog/spdlog.h>
-
-#include <memory>
-#include <sstream>
 #include <string>
 
 #include "controller/shell/EventLog.h"
+#include "tests/unit/CapturedLog.h"
 
 namespace reclaimd::controller {
 namespace {
 
 using namespace std::chrono_literals;
 
-// Routes the default logger to a string for one test, and back.
-class CapturedLog {
- public:
-  CapturedLog() : previous_(spdlog::default_logger()) {
-    auto sink = std::make_shared<spdlog::sinks::ostream_sink_st>(out_);
-    auto logger = std::make_shared<spdlog::logger>("test", sink);
-    logger->set_pattern("%v");
-    logger->set_level(spdlog::level::info);
-    spdlog::set_default_logger(logger);
-  }
-  ~CapturedLog() { spdlog::set_default_logger(previous_); }
-  int count(const std::string& needle) const {
-    std::istringstream in(out_.str());
-    int n = 0;
-    for (std::string line; std::getline(in, line);) n += line.find(needle) != std::string::npos;
-    return n;
-  }
-
- private:
-  std::ostringstream out_;
-  std::shared_ptr<spdlog::logger> previous_;
-};
+using testing::CapturedLog;
 
 Events many(const char* name, int n, bool withCgroup) {
   Events events;

@@ -4,8 +4,6 @@
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
-#include <spdlog/sinks/ostream_sink.h>
-#include <spdlog/spdlog.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -13,13 +11,12 @@
 #include <unistd.h>
 
 #include <cstdio>
-#include <memory>
-#include <sstream>
 #include <string>
 #include <vector>
 
 #include "base/UniqueFd.h"
 #include "controller/operate/Endpoints.h"
+#include "tests/unit/CapturedLog.h"
 #include "tests/unit/Fixture.h"
 
 namespace reclaimd::controller {
@@ -86,21 +83,7 @@ TEST(HttpFlood, BoundedAcceptsPerWakeupAndOneRenderingPerTurn) {
   EXPECT_EQ(renderings, 2) << "a new turn renders again";
 }
 
-// Routes the default logger to a string for one test, and back.
-class CapturedLog {
- public:
-  CapturedLog() : previous_(spdlog::default_logger()) {
-    auto logger = std::make_shared<spdlog::logger>("test", std::make_shared<spdlog::sinks::ostream_sink_st>(out_));
-    logger->set_pattern("%v");
-    spdlog::set_default_logger(logger);
-  }
-  ~CapturedLog() { spdlog::set_default_logger(previous_); }
-  std::string text() const { return out_.str(); }
-
- private:
-  std::ostringstream out_;
-  std::shared_ptr<spdlog::logger> previous_;
-};
+using testing::CapturedLog;
 
 TEST(StatusFlood, RefusedClientsAreSaidAtMostOncePerPeriodWithTheirCount) {
   testing::Fixture fx;
