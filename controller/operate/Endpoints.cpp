@@ -35,6 +35,9 @@ constexpr std::size_t kMaxRequest = 8192;
 constexpr int kMaxAcceptsPerWakeup = 4;
 constexpr auto kRefusedLogPeriod = 10s;
 constexpr auto kMetricsFilePeriod = 10s;  // node_exporter scrapes every 15 s by default
+// A metrics file that cannot be written mostly stays so (its directory removed, the disk full):
+// said once a minute with a count, not at every write.
+constexpr auto kMetricsFailedLogPeriod = 60s;
 // An lstat a check: `reclaimd status` finds its socket again within seconds of a cleaner's pass.
 constexpr auto kStatusSocketCheckPeriod = 10s;
 
@@ -399,8 +402,17 @@ void Endpoints::writeMetricsFile(const Render& metrics, TimePoint now, bool forc
   metricsWritten_ = true;
   lastMetrics_ = metrics();
   if (auto ok = writeFileAtomically(options_.metricsFile, lastMetrics_); !ok) {
-    spdlog::warn("event=metrics_file_failed path={} error=\"{}\"", options_.metricsFile, ok.error().message());
+    ++metricsFailures_;
+    if (auto n = metricsFailed_.count(now, kMetricsFailedLogPeriod)) {
+      spdlog::warn("event=metrics_file_failed path={} error=\"{}\" failed={}", options_.metricsFile,
+                   ok.error().message(), *n);
+    }
+    return;
   }
+  if (metricsFailures_ == 0) return;
+  const std::uint64_t failed = std::exchange(metricsFailures_, 0);
+  spdlog::info("event=metrics_file_restored path={} failed={}", options_.metricsFile, failed);
+  metricsFailed_ = {};  // the next outage is said at its first failure
 }
 
 }  // namespace reclaimd::controller

@@ -80,7 +80,8 @@ class Endpoints {
   // file that is not a socket. Said once when it is bound again, once when it cannot be.
   void keepStatusSocket(TimePoint now);
 
-  // Writes the metrics file when its period has passed since the last write (or `force`).
+  // Writes the metrics file when its period has passed since the last write (or `force`). Failures
+  // are said once a minute at most, and a write that works after them once.
   void writeMetricsFile(const Render& metrics, TimePoint now, bool force = false);
 
   std::size_t connections() const { return connections_.size(); }
@@ -117,7 +118,7 @@ class Endpoints {
     // Counts one at `now`; the count to say, or nothing within the period of the last line.
     std::optional<std::uint64_t> count(TimePoint now, std::chrono::nanoseconds period);
   };
-  Tally refused_, dropped_;
+  Tally refused_, dropped_, metricsFailed_;
   Render status_, metrics_;
   UniqueFd conns_, timer_, statusListen_, httpListen_, spare_;
   // An epoll holding the status listener: the fd the loop watches stays one when the listener is
@@ -129,6 +130,7 @@ class Endpoints {
   std::map<int, Connection> connections_;
   TimePoint lastMetricsWrite_{};
   bool metricsWritten_ = false;
+  std::uint64_t metricsFailures_ = 0;  // writes failed since the last that worked
   std::string lastMetrics_;
 };
 

@@ -353,6 +353,36 @@ TEST(MetricsFile, PlantedSymlinksNeverRedirectTheWrite) {
   EXPECT_EQ(entries, 4u);
 }
 
+// A removed metrics directory stays removed, a write every 10 s failing: one line a minute with the
+// failures since the last, one line when a write works again, and a new outage said at once.
+TEST(MetricsFile, FailuresAreSaidOnceAMinuteAndTheRecoveryOnce) {
+  Fixture fx;
+  fx.mkdir("textfile");
+  Endpoints endpoints;
+  EndpointOptions options;
+  options.statusSocket = "";
+  options.metricsFile = fx.path("textfile/reclaimd.prom");
+  ASSERT_TRUE(endpoints.open(options).ok());
+  const auto metrics = [] { return std::string("reclaimd_up 1\n"); };
+  const TimePoint t0{};
+  CapturedLog log;
+  endpoints.writeMetricsFile(metrics, t0);
+  std::filesystem::remove_all(fx.path("textfile"));
+  for (int i = 1; i <= 7; ++i)
+    endpoints.writeMetricsFile(metrics, t0 + i * 10s);
+  EXPECT_EQ(log.count("event=metrics_file_failed"), 2) << log.text();
+  EXPECT_EQ(log.count("event=metrics_file_failed path=" + options.metricsFile), 2) << log.text();
+  EXPECT_EQ(log.count(" failed=6"), 1) << "the six since the first line\n" << log.text();
+  fx.mkdir("textfile");
+  endpoints.writeMetricsFile(metrics, t0 + 80s);
+  endpoints.writeMetricsFile(metrics, t0 + 90s);
+  EXPECT_EQ(log.count("event=metrics_file_restored path=" + options.metricsFile + " failed=7"), 1) << log.text();
+  EXPECT_EQ(fx.read("textfile/reclaimd.prom"), "reclaimd_up 1\n");
+  std::filesystem::remove_all(fx.path("textfile"));
+  endpoints.writeMetricsFile(metrics, t0 + 100s);
+  EXPECT_EQ(log.count("event=metrics_file_failed"), 3) << log.text();
+}
+
 TEST(MetricsFile, StoppedSaysUpZero) {
   EXPECT_EQ(controller::markStopped("# TYPE reclaimd_up gauge\nreclaimd_up 1\nx 1\n"),
             "# TYPE reclaimd_up gauge\nreclaimd_up 0\nx 1\n");
