@@ -71,18 +71,25 @@ void add(const cgroup::TreeNode& node, std::string path, Result<nanoseconds> usa
   scan.cgroups.push_back(CgroupCpu{std::move(path), node.inode, *usage});
 }
 
+// Opens `path`/cpu.stat in one openat2, or, where that path is longer than one call resolves (a
+// cgroup the walk found within PATH_MAX, whose cpu.stat lies past it), a directory at a time.
+Result<UniqueFd> openCpuStat(int rootFd, const std::string& path) {
+  UniqueFd fd(openBeneath(rootFd, path));
+  if (fd) return fd;
+  if (errno != ENAMETOOLONG) return errnoError(errno, "open " + path + "/cpu.stat");
+  auto dir = cgroup::openCgroupDir(rootFd, path);
+  if (!dir) return dir.error();
+  return openRegular(dir->get(), cgroup::kCpuStat, O_RDONLY | O_NONBLOCK);
+}
+
 void scanBeneath(int rootFd, const cgroup::Tree& tree, CgroupCpuScan& scan) {
   for (std::size_t i = 0; i < tree.nodes.size(); ++i) {
     const cgroup::TreeNode& node = tree.nodes[i];
     std::string path = tree.path(i);
-    UniqueFd fd(openBeneath(rootFd, path));
-    if (!fd) {
-      // ENOENT/ENODEV: gone since the walk. ELOOP/EXDEV (a symlink or a mount planted since),
-      // EAGAIN (a rename raced the lookup), EMFILE, EACCES: unread.
-      add(node, path, errnoError(errno, "open " + path + "/cpu.stat"), scan);
-      continue;
-    }
-    auto usage = readUsage(fd.get(), path);
+    // ENOENT/ENODEV: gone since the walk. ELOOP/EXDEV (a symlink or a mount planted since),
+    // EAGAIN (a rename raced the lookup), EMFILE, EACCES: unread.
+    auto file = openCpuStat(rootFd, path);
+    auto usage = file ? readUsage(file->get(), path) : Result<nanoseconds>(file.error());
     add(node, std::move(path), std::move(usage), scan);
   }
 }
