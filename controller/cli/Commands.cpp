@@ -160,7 +160,8 @@ int commandProbe(const RunOptions& o) {
     out["format"] =
         mode.mode == policies::Mode::Gradual ? nlohmann::json(toString(mode.format)) : nlohmann::json(nullptr);
     out["reason"] = mode.reason;
-    std::cout << out.dump(2) << "\n";
+    // Paths are bytes, not always UTF-8: such a byte becomes U+FFFD (as in status) rather than an exception.
+    std::cout << out.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
     return mode.unusable ? kExitUnavailable : kExitOk;
   }
   std::cout << describe(caps) << describeAccess(access);

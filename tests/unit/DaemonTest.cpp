@@ -2,6 +2,7 @@
 // (SimFiles.h), regular files standing in for memory.reclaim, drop_caches and compact_memory.
 // What a fixture cannot show (EINVAL from 6.1, EAGAIN, real cache falling) the VM tests show.
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 #include <signal.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -400,6 +401,21 @@ TEST(Cli, ProbeChoosesTheModeRunWould) {
   auto [ruleOnly, ruleOnlyOut] = probeWith("mode: disabled\nrules:\n  - match: \"db.slice\"\n    mode: gradual\n");
   EXPECT_EQ(ruleOnly, 69) << ruleOnlyOut;
   EXPECT_NE(ruleOnlyOut.find("requested_mode: gradual"), std::string::npos) << ruleOnlyOut;
+}
+
+// A path is bytes: a cgroup root whose name is not UTF-8 is still described, as status does it.
+TEST(Cli, ProbeJsonDescribesARootWhosePathIsNotUtf8) {
+  Fixture fx;
+  SimFiles machine(fx);
+  const std::string root = "cg-\xff";
+  fx.write(root + "/cgroup.controllers", "cpu io memory pids\n");
+  fx.write(root + "/memory.reclaim", "");
+  auto [code, out] =
+      runCommand({RECLAIMD_BINARY, "--proc-root", fx.path("proc"), "--cgroup-root", fx.path(root), "probe", "--json"});
+  EXPECT_EQ(code, 0) << out;
+  const auto json = nlohmann::json::parse(out, nullptr, false);
+  ASSERT_TRUE(json.is_object()) << out;
+  EXPECT_EQ(json.value("cgroup2_root", ""), fx.path("cg-\xEF\xBF\xBD")) << "the byte as U+FFFD";
 }
 
 }  // namespace
