@@ -19,14 +19,25 @@ Result<Cgroup> Cgroup::open(int rootFd, std::string path) {
   return Cgroup(std::move(*dir), std::move(path), *inode);
 }
 
+namespace {
+
+// Whether the cgroup `dirFd` is there without the controller that makes its file `name`, which
+// could not be opened (`error`). A removed cgroup's directory holds nothing; one that still has
+// cgroup.controllers is there, without the file. A child cgroup may take the name only where the
+// kernel made no such file.
+bool withoutController(int dirFd, const char* name, const Error& error) {
+  struct stat st {};
+  if (cgroupGone(error)) return ::fstatat(dirFd, kControllers, &st, AT_SYMLINK_NOFOLLOW) == 0;
+  return ::fstatat(dirFd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode);
+}
+
+}  // namespace
+
 Result<std::string_view> Cgroup::readKept(std::optional<KeptFile>& file, const char* name) {
   if (!file) {
     auto opened = KeptFile::open(dir_.get(), name, label() + "/" + name);
     if (!opened) {
-      // A removed cgroup's directory holds nothing; one that still has cgroup.controllers is
-      // there, without the controller that makes `name` (not in its parent's subtree_control).
-      struct stat st {};
-      if (cgroupGone(opened.error()) && ::fstatat(dir_.get(), kControllers, &st, AT_SYMLINK_NOFOLLOW) == 0) {
+      if (withoutController(dir_.get(), name, opened.error())) {
         return errnoError(EOPNOTSUPP, label() + ": no " + name +
                                           ": its controller is not enabled here (the parent's cgroup.subtree_control)");
       }

@@ -35,6 +35,22 @@ TEST(Unaccounted, AMissingMemoryStatInALiveCgroupIsNotGone) {
   EXPECT_TRUE(cgroup::cgroupGone(gone.error()));
 }
 
+// Without the memory controller, "memory.stat" is a name like any other: a child cgroup may take
+// it. The cgroup still has no memory controller, rather than a file that cannot be read.
+TEST(Unaccounted, AChildCgroupNamedMemoryStatMeansNoMemoryController) {
+  Fixture fx;
+  fx.write("cg/cgroup.controllers", "cpu memory\n");
+  fx.write("cg/app.slice/cgroup.controllers", "cpu\n");
+  fx.mkdir("cg/app.slice/memory.stat");
+  UniqueFd root(::open(fx.path("cg").c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  auto app = cgroup::Cgroup::open(root.get(), "app.slice");
+  ASSERT_TRUE(app.ok());
+  auto stat = app->memoryStat();
+  ASSERT_FALSE(stat.ok());
+  EXPECT_TRUE(cgroup::controllerMissing(stat.error())) << stat.error().message();
+  EXPECT_NE(stat.error().message().find("app.slice: no memory.stat"), std::string::npos) << stat.error().message();
+}
+
 class UnaccountedEngineTest : public EngineHarness {};
 
 TEST_F(UnaccountedEngineTest, ATargetWithoutTheControllerIsSaidOnceAndNotWalkedEveryTurn) {
