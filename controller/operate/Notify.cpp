@@ -8,6 +8,7 @@
 #include <ctime>
 
 #include "base/Systemd.h"
+#include "controller/operate/Status.h"
 
 namespace reclaimd::controller {
 
@@ -40,7 +41,7 @@ void Notifier::send(const std::string& state) {
 
 void Notifier::ready(const std::string& text) {
   lastStatus_ = text;
-  send("READY=1\nSTATUS=" + text);
+  send("READY=1\nSTATUS=" + printable(text));
 }
 
 void Notifier::reloading() {
@@ -59,7 +60,9 @@ void Notifier::stopping() {
 void Notifier::status(const std::string& text) {
   if (text == lastStatus_) return;
   lastStatus_ = text;
-  send("STATUS=" + text);
+  // Assignments are separated by newlines: one in a cgroup's name would end STATUS= and start an
+  // assignment of the name's choosing (MAINPID=, STOPPING=).
+  send("STATUS=" + printable(text));
 }
 
 void Notifier::watchdog(TimePoint now) {

@@ -13,25 +13,6 @@ namespace reclaimd::controller {
 
 namespace {
 
-// A cgroup name or rule for the status text: control characters as \xNN, so a newline in a
-// name cannot forge a line; invalid UTF-8 as U+FFFD. Backslashes stay (systemd's \x2d).
-std::string printable(std::string_view v) {
-  std::string out;
-  for (std::size_t i = 0; i < v.size();) {
-    const std::size_t n = utf8Length(v, i);
-    const auto c = static_cast<unsigned char>(v[i]);
-    if (n == 0) {
-      out += "\xEF\xBF\xBD";
-    } else if (c < 0x20 || c == 0x7F) {
-      out += fmt::format("\\x{:02x}", c);
-    } else {
-      out.append(v.substr(i, n));
-    }
-    i += n == 0 ? 1 : n;
-  }
-  return out;
-}
-
 // The machine's busy share beside the threshold it is judged by.
 std::string busyText(const Status& s) {
   const std::string threshold = fmt::format("idle at or under {:g}%", s.busyThresholdPercent);
@@ -74,6 +55,23 @@ std::string targetLine(const Status& s, const TargetStatus& t) {
 }
 
 }  // namespace
+
+std::string printable(std::string_view v) {
+  std::string out;
+  for (std::size_t i = 0; i < v.size();) {
+    const std::size_t n = utf8Length(v, i);
+    const auto c = static_cast<unsigned char>(v[i]);
+    if (n == 0) {
+      out += "\xEF\xBF\xBD";
+    } else if (c < 0x20 || c == 0x7F) {
+      out += fmt::format("\\x{:02x}", c);
+    } else {
+      out.append(v.substr(i, n));
+    }
+    i += n == 0 ? 1 : n;
+  }
+  return out;
+}
 
 const char* buildCommit() {
   return RECLAIMD_GIT_COMMIT;

@@ -31,4 +31,9 @@ std::string formatMetrics(const Status& status);
 // invalid UTF-8 replaced by U+FFFD (cgroup names are bytes a local user may choose).
 std::string escapeLabel(std::string_view value);
 
+// A cgroup name or rule as one line of text (the status text, systemd's STATUS=): control bytes
+// as \xNN, so a newline in a name cannot forge a line; invalid UTF-8 as U+FFFD. Backslashes stay
+// (systemd's \x2d).
+std::string printable(std::string_view value);
+
 }  // namespace reclaimd::controller

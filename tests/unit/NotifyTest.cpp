@@ -31,6 +31,7 @@ class Systemd {
   Systemd(const Systemd&) = delete;
   Systemd& operator=(const Systemd&) = delete;
   std::size_t pings() { return socket_.count("WATCHDOG=1"); }
+  std::size_t count(const std::string& what) { return socket_.count(what); }
   bool bound() const { return socket_.bound(); }
 
  private:
@@ -47,6 +48,21 @@ TEST(Notify, AFourSecondWatchdogIsPingedEverySecondNotOnEveryTick) {
   for (int tick = 0; tick <= 30; ++tick)  // 3 s of 100 ms samples
     notifier.watchdog(kStart + tick * 100ms);
   EXPECT_EQ(systemd.pings(), 4u) << "at 0, 1, 2 and 3 s: half the ping interval apart, not 31";
+}
+
+// A message is newline-separated assignments, STATUS= one of them: a cgroup's name in the status
+// line (its last action) cannot end it and add assignments of its own.
+TEST(Notify, ANewlineInTheStatusLineAddsNoAssignment) {
+  Fixture fx;
+  Systemd systemd(fx, "4000000");
+  ASSERT_TRUE(systemd.bound());
+  Notifier notifier;
+  notifier.ready("gradual, last: reclaimed 8.0 MiB from a\nSTOPPING=1");
+  notifier.status("gradual, last: reclaimed 8.0 MiB from b\nMAINPID=1");
+  EXPECT_EQ(systemd.count("\nSTOPPING=1"), 0u);
+  EXPECT_EQ(systemd.count("\nMAINPID=1"), 0u);
+  EXPECT_EQ(systemd.count("STATUS=gradual, last: reclaimed 8.0 MiB from b\\x0aMAINPID=1"), 1u)
+      << "said as reclaimd status says it";
 }
 
 TEST(Notify, TheLoopWakesForTheNextPingWellWithinTheTimeout) {
