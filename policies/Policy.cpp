@@ -55,6 +55,7 @@ Governance Policy::governance(int rule, bool atRoot) const {
     return g;
   }
   const Rule& r = rules[static_cast<std::size_t>(rule)];
+  g.match = r.pattern.normalised();
   g.mode = r.mode;
   g.floor = r.floor;
   g.steps.stepMin = r.stepMin;

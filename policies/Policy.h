@@ -141,6 +141,9 @@ struct Rule {
 // What governs one reclaim target: a rule, or the machine-wide settings.
 struct Governance {
   int rule = -1;  // index into Policy::rules; -1: the machine-wide settings
+  // The rule's match, normalised ("" for the machine-wide settings): unlike its index, it stays
+  // when rules are reordered or inserted, and no two rules share it (the loader refuses that).
+  std::string match;
   Mode mode = Mode::Gradual;
   std::uint64_t floor = 0;
   ReclaimSettings steps;  // step bounds; other fields as the machine's

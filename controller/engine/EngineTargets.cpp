@@ -94,14 +94,21 @@ bool Engine::walk(TimePoint now, const std::function<Result<cgroup::Tree>()>& re
   return true;
 }
 
-// Carries a target's state over when the same cgroup (path and inode) keeps the same rule.
+// Carries a target's state over when the same cgroup (path and inode) keeps the same rule. A rule
+// is known by its match, not its place in the list: a reload that reorders the rules, or inserts
+// one before the others, governs every cgroup as before. The same match with other settings (a
+// floor, steps or idle settings edited) is the administrator tuning the rule that governs the
+// cgroup: its state is kept and reconfigured below, as the refault guard and idle detector allow,
+// and the settings apply from the next step. A cgroup that another rule governs now (one more
+// specific was added, or its rule's match edited) starts afresh: what was learned about it, its
+// holds and idle history, was learned under a rule that no longer has it.
 void Engine::adopt(std::vector<TargetState>& next, const std::unordered_map<std::string, std::size_t>& old,
                    std::string path, std::uint64_t inode, policies::Governance gov, TimePoint now) {
   auto found = old.find(path);
   TargetState* same = found == old.end() ? nullptr : &targets_.all[found->second];
-  if (same && !same->unit && same->inode == inode && same->gov.rule == gov.rule && !same->gone) {
+  if (same && !same->unit && same->inode == inode && same->gov.match == gov.match && !same->gone) {
     TargetState kept = std::move(*same);
-    kept.gov = gov;  // a reload may have changed the rule's settings
+    kept.gov = gov;  // a reload may have changed the rule's settings, or its place in the list
     if (kept.usesCgroupCpu() && !kept.cpuIdle) kept.cpuIdle.emplace(idleConfigOf(gov.idle));
     if (!kept.usesCgroupCpu()) kept.cpuIdle.reset();
     if (kept.cpuIdle) kept.cpuIdle->reconfigure(idleConfigOf(gov.idle));

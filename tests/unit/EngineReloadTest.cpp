@@ -116,5 +116,45 @@ TEST_F(EngineReloadTest, AReloadThatTurnsPressureOffEndsAStepsRefaultWatch) {
   EXPECT_LE(sim_.reads["meminfo"], 5) << "the cache is looked at every kRecheckAtFloor (5 s), not every tick";
 }
 
+// Reordering the rules, or inserting one before the others, changes no cgroup's governing rule:
+// each target keeps its state (here its own idle period, which a fresh target would warm up
+// again for the whole grace). A rule whose match changed governs anew: its cgroups start afresh.
+TEST_F(EngineReloadTest, AReloadThatReordersTheRulesKeepsEachTargetsState) {
+  sim_.addCgroup("a.slice", 400 * kMiB);
+  sim_.addCgroup("b.slice", 400 * kMiB);
+  auto policyOf = [](const std::string& yaml) {
+    auto p = policies::parsePolicy(yaml, "policy.yaml");
+    EXPECT_TRUE(p) << p.error().message();
+    return p ? *p : policies::Policy{};
+  };
+  const std::string a = "  - match: a.slice\n    idle_source: cgroup\n";
+  const std::string b = "  - match: b.slice\n    idle_source: cgroup\n    floor: 64M\n";
+  start("rules:\n" + a + b);
+  auto find = [&](const std::string& path) -> const controller::TargetState& {
+    for (const auto& t : engine_->targets())
+      if (t.path == path) return t;
+    ADD_FAILURE() << path << " is no target";
+    return engine_->targets().front();
+  };
+  ASSERT_TRUE(runUntil([&] { return find("a.slice").idle && find("b.slice").idle; }, 5min));
+  const std::uint32_t idA = find("a.slice").id, idB = find("b.slice").id;
+  reload(policyOf("rules:\n" + b + a));
+  run(1s);
+  EXPECT_EQ(find("a.slice").id, idA) << "reordered: the same rule governs a.slice";
+  EXPECT_EQ(find("b.slice").id, idB);
+  EXPECT_TRUE(find("a.slice").idle) << "its idle period goes on";
+  const std::string a32 = "  - match: a.slice\n    idle_source: cgroup\n    floor: 32M\n";
+  reload(policyOf("rules:\n  - match: c.slice\n" + b + a32));
+  run(1s);
+  EXPECT_EQ(find("a.slice").id, idA) << "a rule inserted before it, and its own settings changed";
+  EXPECT_EQ(find("a.slice").gov.floor, 32 * kMiB) << "under the settings of the rule now";
+  EXPECT_TRUE(find("a.slice").idle);
+  EXPECT_EQ(find("b.slice").id, idB);
+  reload(policyOf("rules:\n" + a + "  - match: b.*\n    idle_source: cgroup\n"));
+  run(1s);
+  EXPECT_NE(find("b.slice").id, idB) << "another rule governs b.slice: fresh state";
+  EXPECT_EQ(find("a.slice").id, idA);
+}
+
 }  // namespace
 }  // namespace reclaimd::testing
