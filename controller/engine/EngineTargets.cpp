@@ -11,8 +11,10 @@
 
 namespace reclaimd::controller {
 
+// At least one page: the smallest limit (4 KiB) is less than a 16 or 64 KiB page, and a limit of
+// none would take any page read back for the working set.
 RefaultConfig refaultConfigOf(const policies::Governance& gov, std::uint64_t pageBytes) {
-  return RefaultConfig{gov.pressure.refaultWindow, gov.pressure.refaultLimit / pageBytes};
+  return RefaultConfig{gov.pressure.refaultWindow, std::max<std::uint64_t>(1, gov.pressure.refaultLimit / pageBytes)};
 }
 
 TargetState* Engine::find(std::uint32_t id) {

@@ -187,7 +187,7 @@ void Engine::settleTrim(TargetState& t, TimePoint now) {
   TrimState::Settling& s = *t.trim.settling;
   const std::uint64_t refaults = t.measured->refaults;
   const double seconds = duration<double>(now - s.at).count();
-  const double slack = static_cast<double>(t.gov.pressure.refaultLimit / caps_.pageBytes) / 4;
+  const double slack = static_cast<double>(refaultConfigOf(t.gov, caps_.pageBytes).limitPages) / 4;
   const double usual = s.jump.rateBefore * seconds + slack;
   const bool coming = refaults >= s.refaults && static_cast<double>(refaults - s.refaults) > usual;
   if (coming && now - s.since < t.gov.idle.grace / 2) {

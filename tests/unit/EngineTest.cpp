@@ -203,6 +203,25 @@ TEST_F(EngineTest, TheSameRefaultsInSixtyFourKiBPagesRaiseIt) {
   EXPECT_EQ(status().floorRaises, 1u);
 }
 
+// The smallest limit (4 KiB) is less than one 64 KiB page: it is taken as one page, not none, so
+// that a single page read back is within it and two are not.
+TEST_F(EngineTest, TheSmallestRefaultLimitIsOnePageInSixtyFourKiBPages) {
+  sim_.addCgroup("work", 1000 * kMiB);
+  start("reclaim: {step_min: 32M, step_max: 32M}\npressure: {refault_limit: 4K}\n");
+  Capabilities caps = fullCapabilities();
+  caps.pageBytes = 64 << 10;
+  engine_->setCapabilities(caps, "test");
+  ASSERT_TRUE(runUntil([&] { return !steps().empty(); }, 3min));
+  sim_.cgroup("work").refaults += 1;
+  run(5s);
+  EXPECT_EQ(status().floorRaises, 0u) << "one page is within the limit";
+  const std::size_t before = steps().size();
+  ASSERT_TRUE(runUntil([&] { return steps().size() > before; }, 1min));
+  sim_.cgroup("work").refaults += 2;
+  run(5s);
+  EXPECT_EQ(status().floorRaises, 1u) << "two pages are over it";
+}
+
 TEST_F(EngineTest, ARaisedFloorSurvivesABurstThatOnlyBlocksTheInterval) {
   sim_.addCgroup("work", 1000 * kMiB);
   start("reclaim: {step_min: 32M, step_max: 32M}\n");
