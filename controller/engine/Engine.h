@@ -296,6 +296,8 @@ class Engine {
   void resumeUnwatched(Scope& scope, TimePoint now);
   void reportPressure(Scope& scope, TimePoint now, const char* source);
   void checkRefaults(TargetState& t, TimePoint now);
+  // The root's waits for the machine's refaults, ended by the clock while /proc/vmstat is unreadable.
+  void lapseRefaultWaits(TargetState& t, TimePoint now);
   void watchRefaults(TargetState& t, bool trim, TimePoint now, const Readings& readings);
 
   policies::Policy policy_;

@@ -1,6 +1,7 @@
 // The engine's pressure watching: scopes for the machine and the targets, trigger events,
 // totals, backoff and resume, and refault protection.
 #include <algorithm>
+#include <utility>
 
 #include "base/Quantities.h"
 #include "controller/engine/Engine.h"
@@ -204,6 +205,26 @@ void Engine::watchRefaults(TargetState& t, bool trim, TimePoint now, const Readi
   }
   if (!*m) return readFailed(t, m->error());
   t.refaults.stepEnded(now, (*m)->refaults, window);
+}
+
+// Without /proc/vmstat the root's refaults are not judged, and a wait for them would keep it
+// measured on every tick, and (a probe's round coming in) never probed again, for as long as the
+// file stays unreadable. Each ends by the clock instead, as a backoff whose pressure totals cannot
+// be read does, where it would end without more readings: a step's watch at its window's end, a
+// round after half a grace (settleTrim's limit). Both unjudged: the law cannot judge a round
+// without the counter; the jump that began it was real, so the next probe waits an interval.
+void Engine::lapseRefaultWaits(TargetState& t, TimePoint now) {
+  const char* ended = t.refaults.lapse(now) ? "step watch" : nullptr;
+  if (t.trim.settling && now - t.trim.settling->since >= t.gov.idle.grace / 2) {
+    t.trim.settling.reset();
+    t.trim.next = std::max(t.trim.next, now + t.gov.trim.interval);
+    ended = "probe round";
+  }
+  if (!ended || std::exchange(said_.refaultWaitEnded, true)) return;
+  emit(Severity::Warn, "refault_wait_ended")
+      .add("cgroup", t.label())
+      .add("wait", ended)
+      .add("reason", "/proc/vmstat is unreadable: the wait ended by the clock, unjudged; said once until it is read");
 }
 
 void Engine::checkRefaults(TargetState& t, TimePoint now) {

@@ -213,6 +213,7 @@ struct Said {
   static constexpr std::size_t kMaxUnaccounted = 4096;
   std::unordered_set<std::string> unaccounted;
   std::optional<TimePoint> sampleErrorAt;
+  bool refaultWaitEnded = false;  // since /proc/vmstat was last read
   std::unordered_map<std::uint32_t, TrimSummary> trimSummaries;
 };
 

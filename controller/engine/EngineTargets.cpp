@@ -272,8 +272,11 @@ void Engine::measureTargets(TimePoint now, const proc::Meminfo& mem, const Readi
       t.lastReclaimable = mem.reclaimable();
       measureAim(t, now, readings);
       if (pressure_.machineRefaults) {
+        said_.refaultWaitEnded = false;
         settleTrim(t, now);
         checkRefaults(t, now);
+      } else {
+        lapseRefaultWaits(t, now);
       }
       continue;
     }

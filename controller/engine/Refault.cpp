@@ -62,4 +62,10 @@ std::optional<RefaultJump> RefaultGuard::check(TimePoint at, std::uint64_t refau
   return jump;
 }
 
+bool RefaultGuard::lapse(TimePoint at) {
+  if (!afterStep_ || at < afterStep_->since + afterStep_->window) return false;
+  afterStep_.reset();
+  return true;
+}
+
 }  // namespace reclaimd::controller

@@ -45,6 +45,10 @@ class RefaultGuard {
   // window's end is judged on the window's share of what came since the previous reading.
   std::optional<RefaultJump> check(TimePoint at, std::uint64_t refaults);
 
+  // No reading could be taken (the counter unreadable): a watch whose window has passed ends
+  // unjudged, as it would were the refaults flat. True when one ended.
+  bool lapse(TimePoint at);
+
   bool watching() const { return afterStep_.has_value(); }
   void reconfigure(RefaultConfig config) { config_ = config; }
 

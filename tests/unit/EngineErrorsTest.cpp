@@ -67,6 +67,45 @@ TEST_F(EngineErrorsTest, AnUnreadableRefaultCounterIsSaid) {
       << skipped.front().text();
 }
 
+// The root's refault watch waits for /proc/vmstat: while it stays unreadable the watch ends by
+// the clock, said once, instead of keeping the root measured on every tick for as long as the
+// daemon runs.
+TEST_F(EngineErrorsTest, ARefaultWatchWhoseCounterStaysUnreadableEndsByTheClock) {
+  sim_.addCgroup("work", 600 * kMiB);
+  start();
+  ASSERT_TRUE(runUntil([&] { return !steps().empty(); }, 3min));
+  ASSERT_TRUE(engine_->targets().front().watched()) << "the step's refaults are watched";
+  sim_.failReads("vmstat", EIO, 1'000'000);
+  run(60s);  // at the floor, the last watch's window long past
+  EXPECT_FALSE(engine_->targets().front().watched());
+  sim_.reads.clear();
+  run(20s);
+  EXPECT_LE(sim_.reads["meminfo"], 5) << "the cache is looked at every kRecheckAtFloor (5 s), not every tick";
+  ASSERT_EQ(count("refault_wait_ended"), 1u);
+  EXPECT_EQ(named("refault_wait_ended")[0].field("cgroup").value_or(""), "/");
+}
+
+// A probe's round still coming in when /proc/vmstat becomes unreadable: it ends after half a
+// grace, and the probes go on instead of waiting on it.
+TEST_F(EngineErrorsTest, AProbesRoundWhoseCounterStaysUnreadableEndsByTheClock) {
+  sim_.addCgroup("work", 600 * kMiB);
+  sim_.cgroup("work").hot = 140 * kMiB;
+  sim_.cgroup("work").rereadEvery = 20s;
+  sim_.cgroup("work").readTakes = 8s;
+  sim_.chargeMachineTo("work");
+  sim_.setMachineBusy(0.04);
+  start();
+  auto settling = [&] { return status().targets.at(0).trimWhy.find("coming in") != std::string::npos; };
+  ASSERT_TRUE(runUntil(settling, 20min)) << "a round's refaults coming in";
+  sim_.failReads("vmstat", EIO, 1'000'000);
+  const std::size_t from = sim_.writes().size();
+  run(2min);
+  EXPECT_GT(sim_.writes().size(), from) << "probes go on";
+  EXPECT_FALSE(settling()) << status().targets.at(0).trimWhy;
+  ASSERT_EQ(count("refault_wait_ended"), 1u);
+  EXPECT_EQ(named("refault_wait_ended")[0].field("wait").value_or(""), "probe round");
+}
+
 TEST_F(EngineErrorsTest, AFailedWriteSaysItsErrorWithTheFileItWroteTo) {
   sim_.addCgroup("work", 600 * kMiB);
   start("rules:\n  - match: work\n    floor: 128M\n");
