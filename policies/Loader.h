@@ -75,6 +75,11 @@ std::string dropInDirectory(const std::string& mainPath);
 // and is not root's or is writable by its group or others.
 Result<std::vector<PolicyText>> readPolicyFiles(const std::string& mainPath);
 
+// The files named *.yml in the drop-in directory, which readPolicyFiles does not read: paths,
+// sorted. An administrator who wrote one meant it as a drop-in, so check-config and the daemon
+// say it is skipped. None when the directory cannot be listed (readPolicyFiles says why).
+std::vector<std::string> skippedDropIns(const std::string& mainPath);
+
 // readPolicyFiles then parsePolicyFiles, in process and unbounded: for tests. `--config`, a
 // reload and check-config load through loadPolicyFileGuarded (Guard.h).
 Result<Policy> loadPolicyFile(const std::string& path);

@@ -143,6 +143,20 @@ Result<std::vector<PolicyText>> readPolicyFiles(const std::string& mainPath) {
   return files;
 }
 
+std::vector<std::string> skippedDropIns(const std::string& mainPath) {
+  const std::string dir = dropInDirectory(mainPath);
+  std::unique_ptr<DIR, int (*)(DIR*)> d(::opendir(dir.c_str()), ::closedir);
+  std::vector<std::string> skipped;
+  while (d && skipped.size() <= kMaxDropIns) {
+    const dirent* e = ::readdir(d.get());
+    if (!e) break;
+    const std::string name = e->d_name;
+    if (name.size() > 4 && name.front() != '.' && name.ends_with(".yml")) skipped.push_back(dir + "/" + name);
+  }
+  std::sort(skipped.begin(), skipped.end());
+  return skipped;
+}
+
 Result<Policy> loadPolicyFile(const std::string& path) {
   auto files = readPolicyFiles(path);
   if (!files) return files.error();

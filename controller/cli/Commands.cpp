@@ -121,6 +121,7 @@ int commandRun(const RunOptions& o) {
              .add("error", policy.error().message()));
     return finish(failed);
   }
+  saySkippedDropIns(o.config);
   if (const int code = preflight(o); code != kExitOk) return finish(code);
   RealClock clock;
   DaemonOptions options;
@@ -200,6 +201,8 @@ bool explainOne(const policies::Policy& policy, const std::string& raw) {
 }  // namespace
 
 int commandCheckConfig(const std::string& file, const std::vector<std::string>& explainPaths) {
+  for (const std::string& path : policies::skippedDropIns(file))
+    std::cerr << "warning: " << path << ": skipped: drop-ins are read only when named *.yaml\n";
   int failed = kExitConfig;
   auto policy = loadChecked(file, failed);
   if (!policy) {

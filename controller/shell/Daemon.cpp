@@ -75,6 +75,14 @@ Daemon::Daemon(DaemonOptions options, policies::Policy policy, const Clock& cloc
   if (hz > 0) tick_ = nanoseconds(1'000'000'000 / hz);
 }
 
+void saySkippedDropIns(const std::string& configPath) {
+  if (configPath.empty()) return;
+  for (const std::string& path : policies::skippedDropIns(configPath))
+    emit(Event(Severity::Warn, "dropin_skipped")
+             .add("file", path)
+             .add("reason", "drop-ins are read only when named *.yaml"));
+}
+
 Result<void> Daemon::setUp() {
   if (auto blocked = blockDaemonSignals(); !blocked) return blocked;
   const sigset_t mask = daemonSignals();
@@ -325,6 +333,7 @@ void Daemon::onReloaded() {
   // A recording holds one policy: it ends where another begins.
   if (recorder_) recorder_->end("reload");
   engine_.setPolicy(std::move(**loaded));
+  saySkippedDropIns(options_.configPath);
   applyProbe("reload");
   const auto& p = engine_.policy();
   emit(Event(Severity::Info, "reload")

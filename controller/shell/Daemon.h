@@ -45,6 +45,10 @@ struct DaemonOptions {
 // and an unblocked thread would take SIGTERM's default action and kill the process.
 Result<void> blockDaemonSignals();
 
+// Warns of each *.yml file in the policy's drop-in directory (policies::skippedDropIns), at start
+// and at each reload: only *.yaml files are read.
+void saySkippedDropIns(const std::string& configPath);
+
 class Daemon {
  public:
   Daemon(DaemonOptions options, policies::Policy policy, const Clock& clock);

@@ -41,6 +41,27 @@ TEST(CheckConfig, ErrorsComeInFileAndLineOrder) {
   }
 }
 
+// Only *.yaml drop-ins are read: a *.yml one was meant as a drop-in too, and is named as skipped,
+// a warning that leaves the policy valid. A start says the same in its log.
+TEST(CheckConfig, WarnsOfADropInNamedYml) {
+  Fixture fx;
+  fx.write("policy.yaml", "mode: gradual\n");
+  fx.write("policy.d/10-build.yaml", "rules:\n  - match: build.slice\n    floor: 64M\n");
+  fx.write("policy.d/20-grace.yml", "idle:\n  grace: 5m\n");
+  auto [code, out] = runCommand({RECLAIMD_BINARY, "check-config", fx.path("policy.yaml")});
+  EXPECT_EQ(code, 0) << out;
+  EXPECT_NE(out.find("warning: " + fx.path("policy.d/20-grace.yml") + ": skipped: drop-ins are read only when named "
+                     "*.yaml"),
+            std::string::npos)
+      << out;
+  EXPECT_EQ(out.find("10-build.yaml: skipped"), std::string::npos) << out;
+  fx.mkdir("cg");  // not a cgroup2 root: the start stops after loading the policy
+  auto [runCode, runOut] = runCommand({RECLAIMD_BINARY, "run", "--config", fx.path("policy.yaml"), "--cgroup-root",
+                                       fx.path("cg"), "--status-socket", ""});
+  EXPECT_NE(runCode, 0) << runOut;
+  EXPECT_NE(runOut.find("event=dropin_skipped file=" + fx.path("policy.d/20-grace.yml")), std::string::npos) << runOut;
+}
+
 TEST(CheckConfig, ATabIndentedFileIsExplained) {
   Fixture fx;
   fx.write("tab.yaml", "mode: gradual\nidle:\n\tgrace: 5m\n");
