@@ -88,20 +88,12 @@ TEST_F(EngineErrorsTest, ARefaultWatchWhoseCounterStaysUnreadableEndsByTheClock)
 // A probe's round still coming in when /proc/vmstat becomes unreadable: it ends after half a
 // grace, and the probes go on instead of waiting on it.
 TEST_F(EngineErrorsTest, AProbesRoundWhoseCounterStaysUnreadableEndsByTheClock) {
-  sim_.addCgroup("work", 600 * kMiB);
-  sim_.cgroup("work").hot = 140 * kMiB;
-  sim_.cgroup("work").rereadEvery = 20s;
-  sim_.cgroup("work").readTakes = 8s;
-  sim_.chargeMachineTo("work");
-  sim_.setMachineBusy(0.04);
-  start();
-  auto settling = [&] { return status().targets.at(0).trimWhy.find("coming in") != std::string::npos; };
-  ASSERT_TRUE(runUntil(settling, 20min)) << "a round's refaults coming in";
+  ASSERT_TRUE(aProbeRoundComingIn()) << "a round's refaults coming in";
   sim_.failReads("vmstat", EIO, 1'000'000);
   const std::size_t from = sim_.writes().size();
   run(2min);
   EXPECT_GT(sim_.writes().size(), from) << "probes go on";
-  EXPECT_FALSE(settling()) << status().targets.at(0).trimWhy;
+  EXPECT_FALSE(probeRoundComingIn()) << status().targets.at(0).trimWhy;
   ASSERT_EQ(count("refault_wait_ended"), 1u);
   EXPECT_EQ(named("refault_wait_ended")[0].field("wait").value_or(""), "probe round");
 }

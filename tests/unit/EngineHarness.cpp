@@ -63,6 +63,17 @@ bool EngineHarness::twoStepsThenAStall() {
   return true;
 }
 
+bool EngineHarness::aProbeRoundComingIn() {
+  sim_.addCgroup("work", 600 * kMiB);
+  sim_.cgroup("work").hot = 140 * kMiB;
+  sim_.cgroup("work").rereadEvery = std::chrono::seconds(20);
+  sim_.cgroup("work").readTakes = std::chrono::seconds(8);
+  sim_.chargeMachineTo("work");
+  sim_.setMachineBusy(0.04);
+  start();
+  return runUntil([&] { return probeRoundComingIn(); }, std::chrono::minutes(20));
+}
+
 std::vector<Write> EngineHarness::writesSince(std::size_t from) const {
   const auto& w = sim_.writes();
   return from >= w.size() ? std::vector<Write>{} : std::vector<Write>(w.begin() + static_cast<long>(from), w.end());

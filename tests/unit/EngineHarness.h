@@ -81,6 +81,10 @@ class EngineHarness : public ::testing::Test {
   // The backoff scenarios' start: a 3000 MiB cgroup, 64 MiB steps, a 30 s calm period; two
   // steps, then the machine stalls. False when the steps never came.
   bool twoStepsThenAStall();
+  // The probe-round scenarios' start: a busy machine whose 140 MiB hot set (of 600 MiB, one cgroup)
+  // is re-read every 20 s, until a probe's refaults are coming in. False when they never came.
+  bool aProbeRoundComingIn();
+  bool probeRoundComingIn() { return status().targets.at(0).trimWhy.find("coming in") != std::string::npos; }
   // What SIGHUP does: the engine takes `policy` (its next turn has every scope watched afresh).
   void reload(policies::Policy policy) {
     engine_->setPolicy(std::move(policy));

@@ -50,22 +50,14 @@ TEST_F(EngineReloadTest, AReloadKeepsATargetsBackoff) {
 // guards off: the refaults are no longer read, so the round can never be judged, and the probes go on
 // without that judgement instead of waiting on it for as long as the daemon runs.
 TEST_F(EngineReloadTest, AReloadThatTurnsPressureOffWhileRefaultsComeInLetsProbesGoOn) {
-  sim_.addCgroup("work", 600 * kMiB);
-  sim_.cgroup("work").hot = 140 * kMiB;
-  sim_.cgroup("work").rereadEvery = 20s;
-  sim_.cgroup("work").readTakes = 8s;
-  sim_.chargeMachineTo("work");
-  sim_.setMachineBusy(0.04);
-  start();
-  auto settling = [&] { return status().targets.at(0).trimWhy.find("coming in") != std::string::npos; };
-  ASSERT_TRUE(runUntil(settling, 20min)) << "a round's refaults coming in";
+  ASSERT_TRUE(aProbeRoundComingIn()) << "a round's refaults coming in";
   policies::Policy off = engine_->policy();
   off.pressure.enabled = false;
   reload(off);
   const std::size_t from = sim_.writes().size();
   run(2min);
   EXPECT_GT(sim_.writes().size(), from) << "probes go on";
-  EXPECT_FALSE(settling()) << status().targets.at(0).trimWhy;
+  EXPECT_FALSE(probeRoundComingIn()) << status().targets.at(0).trimWhy;
 }
 
 // The machine's pressure file cannot be opened when the reload watches it afresh (out of fds, say):

@@ -16,20 +16,6 @@ import scenario  # noqa: E402
 import vm  # noqa: E402
 
 
-def cg_mib(s, label, cgroup):
-    for l in s.lines:
-        if l.kind == "mem" and l.name == label and l.f.get("cgroup") == cgroup:
-            return int(l.f["file_kib"]) / 1024
-    return None
-
-
-def machine_mib(s, label):
-    for l in s.lines:
-        if l.kind == "mem" and l.name == label and "cgroup" not in l.f:
-            return int(l.f["reclaimable_kib"]) / 1024
-    return None
-
-
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--kernel", required=True, choices=vm.kernels.SERIES)
@@ -50,8 +36,8 @@ def main(argv=None):
     c.figure(f"{a.kernel} steps: freed MiB / chunks",
              ", ".join(f"{e.f.get('freed_mib')}/{e.f.get('chunks')}" for e in steps))
     floor = s.mark("floor")
-    before, after = machine_mib(s, "after_fill"), machine_mib(s, "after_wait")
-    cg_before, cg_after = cg_mib(s, "after_fill", "work.slice"), cg_mib(s, "after_wait", "work.slice")
+    before, after = s.mib("after_fill"), s.mib("after_wait")
+    cg_before, cg_after = s.cgroup_mib("after_fill", "work.slice"), s.cgroup_mib("after_wait", "work.slice")
     if c.check(None not in (floor, before, after, cg_before, cg_after), "memory figures and the floor seen"):
         floor_mib = int(floor.f["floor_mib"])
         c.figure(f"{a.kernel} machine reclaimable: after the reads -> at the end (floor)",

@@ -22,13 +22,6 @@ import vm  # noqa: E402
 FLOOR_MIB = 32
 
 
-def cg_mib(s, label, cgroup):
-    for l in s.lines:
-        if l.kind == "mem" and l.name == label and l.f.get("cgroup") == cgroup:
-            return int(l.f["file_kib"]) / 1024
-    return None
-
-
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--kernel", required=True, choices=vm.kernels.SERIES)
@@ -70,7 +63,7 @@ def main(argv=None):
     c.check(not s.events("idle_entered"), "the machine as a whole was never idle (the busy loop)")
     rows = []
     for cg in ("idle.slice", "busy.slice", "kept.slice"):
-        before, after = cg_mib(s, "after_fill", cg), cg_mib(s, "after_wait", cg)
+        before, after = s.cgroup_mib("after_fill", cg), s.cgroup_mib("after_wait", cg)
         if not c.check(before is not None and after is not None, f"{cg}: memory figures seen"):
             continue
         rows.append(f"{cg} {before:.0f} -> {after:.1f} MiB")

@@ -80,9 +80,17 @@ class Scenario:
         return None
 
     def mem(self, label):
+        """The machine's figures at `label` (lib.sh's mem; cgmem's lines carry a cgroup)."""
         for l in self.lines:
-            if l.kind == "mem" and l.name == label:
+            if l.kind == "mem" and l.name == label and "cgroup" not in l.f:
                 return l
+        return None
+
+    def cgroup_mib(self, label, cgroup):
+        """A cgroup's file cache at `label` (lib.sh's cgmem), in MiB; None when not printed."""
+        for l in self.lines:
+            if l.kind == "mem" and l.name == label and l.f.get("cgroup") == cgroup:
+                return int(l.f["file_kib"]) / 1024
         return None
 
     def exit(self):
