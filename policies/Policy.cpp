@@ -56,6 +56,7 @@ Governance Policy::governance(int rule, bool atRoot) const {
   }
   const Rule& r = rules[static_cast<std::size_t>(rule)];
   g.match = r.pattern.normalised();
+  g.text = r.pattern.text();
   g.mode = r.mode;
   g.floor = r.floor;
   g.steps.stepMin = r.stepMin;

@@ -144,6 +144,9 @@ struct Governance {
   // The rule's match, normalised ("" for the machine-wide settings): unlike its index, it stays
   // when rules are reordered or inserted, and no two rules share it (the loader refuses that).
   std::string match;
+  // The rule's match as written, which status and metrics name the rule by. Kept here, not
+  // looked up by `rule`: after a reload that index can name another rule until the next walk.
+  std::string text;
   Mode mode = Mode::Gradual;
   std::uint64_t floor = 0;
   ReclaimSettings steps;  // step bounds; other fields as the machine's

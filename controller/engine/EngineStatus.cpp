@@ -28,8 +28,7 @@ std::uint64_t above(std::uint64_t bytes, std::uint64_t floor) {
 
 std::string Engine::ruleLabel(const TargetState& t) const {
   if (t.unit) return "unit";
-  if (t.gov.rule < 0 || static_cast<std::size_t>(t.gov.rule) >= policy_.rules.size()) return "machine";
-  return policy_.rules[static_cast<std::size_t>(t.gov.rule)].pattern.text();
+  return t.gov.rule < 0 ? "machine" : t.gov.text;
 }
 
 Reads Engine::statusReads() const {

@@ -153,7 +153,8 @@ TEST_F(EngineRulesTest, AReloadKeepsTargetsAndTheirHistories) {
 }
 
 // Status and metrics name a target's rule by its match text: a reload that reorders the rules
-// changes no label (list positions would: dashboards and alerts keyed on them would break).
+// changes no label (list positions would: dashboards and alerts keyed on them would break), not
+// even for the turn before the next walk.
 TEST_F(EngineRulesTest, ATargetsRuleIsNamedByItsMatchTextWhateverItsPosition) {
   sim_.setMachineBusy(0.6);
   sim_.addCgroup("build.slice", 400 * kMiB);
@@ -180,6 +181,7 @@ TEST_F(EngineRulesTest, ATargetsRuleIsNamedByItsMatchTextWhateverItsPosition) {
     floor: 32M
 )";
   engine_->setPolicy(*policies::parsePolicy(kReordered, "policy.yaml"));
+  EXPECT_EQ(rules(), want) << "at once, before the next walk has resolved the rules again";
   run(2s);
   EXPECT_EQ(rules(), want);
 }
