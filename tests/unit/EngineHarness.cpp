@@ -1,5 +1,7 @@
 #include "tests/unit/EngineHarness.h"
 
+#include <algorithm>
+
 namespace reclaimd::testing {
 
 void EngineHarness::start(const std::string& policyYaml, bool dryRun) {
@@ -36,6 +38,11 @@ bool EngineHarness::runUntil(const std::function<bool()>& done, std::chrono::nan
     return met = done();
   }, &commands_);
   return met;
+}
+
+std::size_t EngineHarness::writesTo(const std::string& path) const {
+  return static_cast<std::size_t>(
+      std::count_if(sim_.writes().begin(), sim_.writes().end(), [&](const Write& w) { return w.path == path; }));
 }
 
 std::size_t EngineHarness::count(const std::string& name) const {

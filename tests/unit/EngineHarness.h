@@ -70,6 +70,10 @@ class EngineHarness : public ::testing::Test {
   // Whether any pressure scope is backed off now.
   bool backedOff() const;
 
+  // Writes to the cgroup at `path` so far ("" is the root).
+  std::size_t writesTo(const std::string& path) const;
+  // File cache of `path`'s subtree, MiB.
+  double fileMiB(const std::string& path) const { return static_cast<double>(sim_.subtreeFile(path)) / kMiB; }
   // Events by name: for checks whose subject is the line the engine says.
   std::size_t count(const std::string& name) const;
   // The events named `name`, oldest first.

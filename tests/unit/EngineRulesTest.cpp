@@ -21,15 +21,7 @@ constexpr const char* kRules = R"(rules:
     mode: disabled
 )";
 
-class EngineRulesTest : public EngineHarness {
- protected:
-  std::size_t writesTo(const std::string& path) const {
-    std::size_t n = 0;
-    for (const Write& w : sim_.writes())
-      n += w.path == path ? 1 : 0;
-    return n;
-  }
-};
+class EngineRulesTest : public EngineHarness {};
 
 TEST_F(EngineRulesTest, AnIdleCgroupIsReclaimedWhileAnotherAndTheMachineAreBusy) {
   sim_.setMachineBusy(0.6);  // machine-wide idleness never comes

@@ -1,58 +1,16 @@
-// The trimming law alone: probe sizes, growth after clean stretches, holds only where what the
-// probes free comes back from disk, and holds that grow while it keeps doing so.
+// The trimming law alone: probe sizes, growth after clean stretches, and what a refault does to
+// the step and the stretch.
 #include <gtest/gtest.h>
 
 #include <optional>
 #include <vector>
 
-#include "controller/engine/TrimLaw.h"
+#include "tests/unit/TrimLawRounds.h"
 
 namespace reclaimd::controller {
 namespace {
 
 using namespace std::chrono_literals;
-constexpr std::uint64_t kMiB = 1ULL << 20;
-
-const TrimLawSettings kDefault{4 * kMiB, 1, 64 * kMiB, 120s};  // a clean stretch: 60 s
-
-// Read back from disk, none of it activated (7.2 counts a read() refault as a restore).
-ReadBack notActivated(std::uint64_t bytes) { return ReadBack{bytes, 0}; }
-// Read back from disk and activated, every page (6.1's and 6.12's LRUs).
-ReadBack activated(std::uint64_t bytes) { return ReadBack{bytes, bytes}; }
-
-// Probing starts with 300 MiB over the floor; a first refault, then 76 MiB freed down to 100 MiB
-// above the floor (near the bottom), all read back, at `level`: whether that held.
-bool heldAt(TrimLaw& law, TimePoint& t, std::uint64_t level) {
-  law.start(t, 300 * kMiB, kDefault);
-  law.refaulted(t += 6s, 300 * kMiB, notActivated(0), kDefault);
-  law.freed(76 * kMiB);
-  law.probed(t += 6s, 100 * kMiB, kDefault);
-  return law.refaulted(t += 6s, level, notActivated(76 * kMiB), kDefault).has_value();
-}
-
-struct Rounds {
-  std::uint64_t back = 0;              // read back in all
-  std::vector<std::uint64_t> steps;    // the step after each round, MiB
-  unsigned holds = 0;                  // refaults that started a hold
-};
-
-// Probing starts with `above` over the floor; a first refault, then `rounds` rounds of `probes`
-// probes each whose every byte comes back, a second apart: activated, or (`activates` false) not.
-Rounds roundsBack(TrimLaw& law, TimePoint& t, std::uint64_t above, int rounds, int probes = 1, bool activates = true) {
-  const auto readBack = [activates](std::uint64_t bytes) { return activates ? activated(bytes) : notActivated(bytes); };
-  Rounds r;
-  law.start(t, above, kDefault);
-  r.holds += law.refaulted(t += 1s, above, readBack(r.back), kDefault).has_value();
-  for (int round = 0; round < rounds; ++round) {
-    for (int probe = 0; probe < probes; ++probe) {
-      law.freed(law.step());
-      r.back += law.step();
-    }
-    r.holds += law.refaulted(t += 1s, above, readBack(r.back), kDefault).has_value();
-    r.steps.push_back(law.step() / kMiB);
-  }
-  return r;
-}
 
 TEST(TrimLaw, StartsAtOnePercentOrTheSmallestStep) {
   TrimLaw law;
@@ -114,7 +72,8 @@ TEST(TrimLaw, AStepGrownBeforeTheFloorStartsAgainAfterIt) {
   TrimLaw law;
   TimePoint t{};
   law.start(t, 800 * kMiB, kDefault);
-  for (t += 6s; t <= TimePoint{} + 90s; t += 6s) law.probed(t, 800 * kMiB, kDefault);
+  for (t += 6s; t <= TimePoint{} + 90s; t += 6s)
+    law.probed(t, 800 * kMiB, kDefault);
   ASSERT_EQ(law.step(), 64 * kMiB);
   law.probed(t += 6s, 0, kDefault);  // at the floor
   law.paused();                      // the new work, heavy
@@ -129,7 +88,8 @@ TEST(TrimLaw, ARefaultResetsTheStepAndTheStretch) {
   TrimLaw law;
   TimePoint t{};
   law.start(t, 1000 * kMiB, kDefault);
-  for (int i = 0; i < 15; ++i) law.probed(t += 6s, 1000 * kMiB, kDefault);
+  for (int i = 0; i < 15; ++i)
+    law.probed(t += 6s, 1000 * kMiB, kDefault);
   ASSERT_EQ(law.step(), 64 * kMiB);
   EXPECT_FALSE(law.refaulted(t, 900 * kMiB, notActivated(0), kDefault).has_value())
       << "a first refault is never a hold";
@@ -191,7 +151,8 @@ TEST(TrimLaw, LittleBackOfMuchFreedIsLearningNotTheBottom) {
   ASSERT_FALSE(law.refaulted(t += 6s, 400 * kMiB, notActivated(10 * kMiB), kDefault));
   law.freed(4 * kMiB);
   EXPECT_FALSE(law.refaulted(t += 1s, 400 * kMiB, notActivated(14 * kMiB), kDefault)) << "too little probed to judge";
-  for (int i = 0; i < 30; ++i) law.freed(4 * kMiB);
+  for (int i = 0; i < 30; ++i)
+    law.freed(4 * kMiB);
   EXPECT_FALSE(law.refaulted(t += 10s, 290 * kMiB, notActivated(50 * kMiB), kDefault))
       << "40 of 124 MiB back: learning";
   EXPECT_FALSE(law.held(t));
@@ -276,11 +237,13 @@ TEST(TrimLaw, AHalfRoundOutsideTheRoundsIsARefaultAsAnyOther) {
   TrimLaw law;
   TimePoint t{};
   law.start(t, 1000 * kMiB, kDefault);
-  for (int i = 0; i < 15; ++i) law.probed(t += 6s, 1000 * kMiB, kDefault);
+  for (int i = 0; i < 15; ++i)
+    law.probed(t += 6s, 1000 * kMiB, kDefault);
   ASSERT_EQ(law.step(), 64 * kMiB);
   law.refaulted(t, 1000 * kMiB, activated(0), kDefault);
   ASSERT_EQ(law.step(), 4 * kMiB);
-  for (int i = 0; i < 10; ++i) law.probed(t += 6s, 1000 * kMiB, kDefault);
+  for (int i = 0; i < 10; ++i)
+    law.probed(t += 6s, 1000 * kMiB, kDefault);
   ASSERT_EQ(law.step(), 8 * kMiB);
   law.freed(8 * kMiB);
   law.refaulted(t += 6s, 1000 * kMiB, activated(4 * kMiB), kDefault);
@@ -375,224 +338,6 @@ TEST(TrimLaw, NothingFreedSinceTheLastRefaultIsNoRound) {
   law.freed(4 * kMiB);
   law.refaulted(t += 1s, 400 * kMiB, ReadBack{4 * kMiB, 4 * kMiB}, kDefault);
   EXPECT_EQ(law.step(), 4 * kMiB) << "counters that went back";
-}
-
-// Half of all the probes freed came back, but the last round mostly did not: the contact
-// ended within it, and cold cache lies where the probes are now.
-TEST(TrimLaw, AContactThatEndedWithinTheLastRoundIsNoBottom) {
-  TrimLaw law;
-  TimePoint t{};
-  std::uint64_t back = 0;
-  law.start(t, 400 * kMiB, kDefault);
-  law.refaulted(t += 1s, 400 * kMiB, notActivated(back), kDefault);
-  for (int round = 0; round < 24; ++round) {  // 96 MiB, every byte back: under a quarter of 400
-    law.freed(4 * kMiB);
-    back += 4 * kMiB;
-    ASSERT_FALSE(law.refaulted(t += 1s, 400 * kMiB, notActivated(back), kDefault)) << round;
-  }
-  law.freed(4 * kMiB);
-  back += 1 * kMiB;
-  EXPECT_FALSE(law.refaulted(t += 1s, 400 * kMiB, notActivated(back), kDefault))
-      << "97 of 100 MiB back, but 1 of the last 4";
-  EXPECT_FALSE(law.held(t));
-}
-
-TEST(TrimLaw, HalfOfWhatWasFreedComingBackHoldsAndTheHoldsGrowWhileItDoes) {
-  TrimLaw law;
-  TimePoint t{};
-  std::uint64_t back = 0;
-  law.start(t, 300 * kMiB, kDefault);
-  ASSERT_FALSE(law.refaulted(t += 6s, 300 * kMiB, notActivated(back), kDefault));
-  std::vector<std::chrono::nanoseconds> holds;
-  for (int i = 0; i < 7; ++i) {
-    // A quarter of what lies above the floor for the first, four smallest probes after: all read back.
-    const int probes = i == 0 ? 19 : 4;
-    for (int p = 0; p < probes; ++p) law.freed(4 * kMiB);
-    back += probes * 4 * kMiB;
-    const auto hold = law.refaulted(t += 3s, 300 * kMiB, notActivated(back), kDefault);
-    ASSERT_TRUE(hold.has_value()) << i;
-    EXPECT_TRUE(law.held(t + *hold - 1s));
-    EXPECT_FALSE(law.held(t + *hold));
-    EXPECT_EQ(law.heldLevel(), 300 * kMiB);
-    holds.push_back(*hold);
-    t = law.heldUntil();
-    law.start(t, 300 * kMiB, kDefault);
-  }
-  const std::vector<std::chrono::nanoseconds> want{120s, 240s, 480s, 960s, 1800s, 1800s, 1800s};
-  EXPECT_EQ(holds, want);
-}
-
-TEST(TrimLaw, AHoldMarksTheBottomForHalfAnHourFromIt) {
-  TrimLaw law;
-  TimePoint t{};
-  EXPECT_EQ(law.bottom(t, 0), 0u) << "no hold yet: the floor is the bottom";
-  ASSERT_TRUE(heldAt(law, t, 352 * kMiB));
-  EXPECT_EQ(law.bottom(law.heldUntil(), 76 * kMiB), 352 * kMiB) << "past the hold, probes stay above it";
-  EXPECT_EQ(law.bottom(t + 30min - 1s, 76 * kMiB), 352 * kMiB);
-  EXPECT_EQ(law.bottom(t + 30min, 76 * kMiB), 0u) << "then the bottom is tested again";
-}
-
-// A first hold with more than half of what lay above the floor still there may be a first
-// contact: it holds, but marks no bottom. The second in the row does.
-TEST(TrimLaw, AFirstHoldHighUpMarksNoBottom) {
-  TrimLaw law;
-  TimePoint t{};
-  law.start(t, 300 * kMiB, kDefault);
-  law.refaulted(t += 6s, 428 * kMiB, notActivated(0), kDefault);
-  law.freed(76 * kMiB);
-  law.probed(t += 6s, 224 * kMiB, kDefault);
-  ASSERT_TRUE(law.refaulted(t += 6s, 352 * kMiB, notActivated(76 * kMiB), kDefault));
-  EXPECT_EQ(law.bottom(law.heldUntil(), 76 * kMiB), 0u) << "224 of 300 MiB still above the floor";
-  t = law.heldUntil();
-  law.start(t, 224 * kMiB, kDefault);
-  law.freed(16 * kMiB);
-  law.probed(t += 6s, 208 * kMiB, kDefault);
-  ASSERT_TRUE(law.refaulted(t += 6s, 336 * kMiB, notActivated(92 * kMiB), kDefault));
-  EXPECT_EQ(law.bottom(law.heldUntil(), 92 * kMiB), 336 * kMiB) << "met again: the bottom";
-}
-
-// The hold was judged before the work had read back all that the probes took (a hot set read
-// once a minute): what its next read brings back from disk is the work's too.
-TEST(TrimLaw, WhatComesBackAfterAHoldRaisesTheBottom) {
-  TrimLaw law;
-  TimePoint t{};
-  ASSERT_TRUE(heldAt(law, t, 131 * kMiB));
-  EXPECT_EQ(law.bottom(t, 76 * kMiB), 131 * kMiB);
-  EXPECT_EQ(law.bottom(t + 1min, (76 + 97) * kMiB), 228 * kMiB) << "the next read brought 97 MiB back";
-  EXPECT_EQ(law.bottom(t + 1min, 10 * kMiB), 131 * kMiB) << "a counter that went back says nothing";
-  EXPECT_EQ(law.heldLevel(), 131 * kMiB) << "the level the hold held at stays what it was";
-}
-
-TEST(TrimLaw, ACleanStretchEndsTheEscalation) {
-  TrimLaw law;
-  TimePoint t{};
-  ASSERT_TRUE(heldAt(law, t, 300 * kMiB));
-  t = law.heldUntil();
-  law.start(t, 300 * kMiB, kDefault);
-  for (int i = 0; i < 12; ++i) law.probed(t += 6s, 300 * kMiB, kDefault);
-  EXPECT_EQ(law.holds(), 0u);
-  law.freed(16 * kMiB);
-  EXPECT_FALSE(law.refaulted(t += 6s, 300 * kMiB, notActivated(92 * kMiB), kDefault))
-      << "a first hold again: a quarter to judge";
-  law.freed(60 * kMiB);
-  EXPECT_EQ(law.refaulted(t += 6s, 300 * kMiB, notActivated(152 * kMiB), kDefault).value_or(0s), 120s)
-      << "the escalation starts over";
-}
-
-TEST(TrimLaw, ACounterThatWentBackIsNoHistory) {
-  TrimLaw law;
-  law.start(TimePoint{}, 300 * kMiB, kDefault);
-  law.refaulted(TimePoint{} + 6s, 300 * kMiB, notActivated(100 * kMiB), kDefault);
-  law.freed(80 * kMiB);
-  EXPECT_FALSE(law.refaulted(TimePoint{} + 12s, 300 * kMiB, notActivated(20 * kMiB), kDefault));
-}
-
-// After a first refault, probes ran through `freed` bytes and `came` of them came back: the
-// hold, if that round's refault starts one.
-std::optional<std::chrono::nanoseconds> afterARun(std::uint64_t freed, std::uint64_t came) {
-  TrimLaw law;
-  law.start(TimePoint{}, 400 * kMiB, kDefault);
-  law.refaulted(TimePoint{} + 1s, 400 * kMiB, notActivated(0), kDefault);
-  law.freed(freed);
-  return law.refaulted(TimePoint{} + 2s, 60 * kMiB, notActivated(came), kDefault);
-}
-
-// A round that ran through cold cache (half of what lay above the floor when it began, under an
-// eighth of it back) met the work's cache at its end: the bottom, held at once.
-TEST(TrimLaw, ARefaultAfterARunThroughColdCacheHoldsAtOnce) {
-  EXPECT_EQ(afterARun(300 * kMiB, 3 * kMiB), std::chrono::nanoseconds(120s));
-  EXPECT_EQ(afterARun(200 * kMiB, 24 * kMiB), std::chrono::nanoseconds(120s));
-  EXPECT_FALSE(afterARun(190 * kMiB, 3 * kMiB)) << "under half of the 400 MiB above: a contact on the way";
-  EXPECT_FALSE(afterARun(200 * kMiB, 25 * kMiB)) << "an eighth back: still a contact";
-  EXPECT_FALSE(afterARun(300 * kMiB, 0)) << "nothing came back";
-}
-
-// Rounds that came back activated grew: the kernel is giving up a hot set that lies among the
-// cold cache, and a few of its pages met at the end of a long round are no bottom. Where the
-// rounds stayed at the smallest step, the same run holds.
-TEST(TrimLaw, ARunThroughColdCacheAfterRoundsThatGrewIsNoBottom) {
-  for (const bool grew : {true, false}) {
-    TrimLaw law;
-    TimePoint t{};
-    const std::uint64_t back = roundsBack(law, t, 400 * kMiB, 2, 1, grew).back;
-    ASSERT_EQ(law.step(), grew ? 16 * kMiB : 4 * kMiB);
-    law.freed(220 * kMiB);
-    const ReadBack total = grew ? activated(back + 15 * kMiB) : notActivated(back + 15 * kMiB);
-    const bool held = law.refaulted(t += 1s, 180 * kMiB, total, kDefault).has_value();
-    EXPECT_EQ(held, !grew) << (grew ? "rounds grew" : "rounds at the smallest step");
-    EXPECT_EQ(law.step(), grew ? 16 * kMiB : 4 * kMiB) << "after rounds that grew the step is kept";
-  }
-}
-
-// Probes aimed at a quiet cgroup took its cache to its floor and come back to the whole, 22 MiB
-// over the floor: the first round that brings anything back is the bottom (the busy cgroups'
-// cache), held and marked, where judged as usual a third back of each round would not hold.
-TEST(TrimLaw, AfterAnAimDrainedTheFirstRoundBackMarksTheBottom) {
-  for (const bool drained : {true, false}) {
-    TrimLaw law;
-    TimePoint t{};
-    law.start(t, 500 * kMiB, kDefault);
-    law.freed(370 * kMiB);  // the aimed probes: nothing came back
-    if (drained)
-      law.aimDrained(t += 6s, 22 * kMiB, kDefault);
-    else
-      law.start(t += 6s, 22 * kMiB, kDefault);
-    EXPECT_EQ(law.step(), 4 * kMiB) << "from the first step";
-    // The first refault of a law's life gives the count to judge by; the round after it is judged.
-    EXPECT_FALSE(law.refaulted(t += 6s, 145 * kMiB, activated(2 * kMiB), kDefault));
-    law.freed(8 * kMiB);
-    const auto hold = law.refaulted(t += 6s, 142 * kMiB, activated(5 * kMiB), kDefault);
-    EXPECT_EQ(hold.has_value(), drained) << (drained ? "drained" : "started afresh");
-    if (!drained) continue;
-    EXPECT_EQ(law.bottom(t, 5 * kMiB), 142 * kMiB) << "a bottom, not a first contact high up";
-    law.freed(4 * kMiB);
-    EXPECT_FALSE(law.refaulted(t += 200s, 140 * kMiB, activated(6 * kMiB), kDefault))
-        << "only the first round after it is judged so: a quarter back of the next holds no more";
-  }
-}
-
-// Probes aimed at a quiet cgroup double every probe, without the clean stretch; a refault puts
-// the step back to the smallest and growth goes on at the next probe; back to the whole, the
-// stretch again.
-TEST(TrimLaw, AimedProbesDoubleWithoutWaitingForACleanStretch) {
-  for (const bool aimed : {true, false}) {
-    TrimLaw law;
-    TimePoint t{};
-    law.start(t, 400 * kMiB, kDefault);
-    if (aimed) law.aimed();
-    std::vector<std::uint64_t> steps;
-    for (int i = 0; i < 4; ++i) {
-      law.probed(t += 6s, 400 * kMiB, kDefault);
-      steps.push_back(law.step() / kMiB);
-    }
-    const std::vector<std::uint64_t> expected = aimed ? std::vector<std::uint64_t>{8, 16, 32, 64}
-                                                      : std::vector<std::uint64_t>{4, 4, 4, 4};
-    EXPECT_EQ(steps, expected) << (aimed ? "aimed" : "the whole");
-    if (!aimed) continue;
-    law.refaulted(t += 1s, 300 * kMiB, notActivated(0), kDefault);  // the count to judge by
-    law.freed(64 * kMiB);
-    EXPECT_FALSE(law.refaulted(t += 1s, 300 * kMiB, notActivated(4 * kMiB), kDefault));
-    EXPECT_EQ(law.step(), 4 * kMiB) << "a refault: the smallest step";
-    law.probed(t += 6s, 300 * kMiB, kDefault);
-    EXPECT_EQ(law.step(), 8 * kMiB) << "and growth goes on";
-    law.start(t, 300 * kMiB, kDefault);  // the aim ended
-    law.probed(t += 6s, 300 * kMiB, kDefault);
-    EXPECT_EQ(law.step(), 4 * kMiB) << "the whole waits for a clean stretch";
-  }
-}
-
-TEST(TrimLaw, HugeFiguresSaturate) {
-  TrimLaw law;
-  const std::uint64_t huge = ~std::uint64_t{0};
-  const TrimLawSettings s{4 * kMiB, 100, huge, 2s};
-  law.start(TimePoint{}, huge, s);
-  for (int i = 0; i < 70; ++i) law.probed(TimePoint{} + std::chrono::seconds(2 + i), huge, s);
-  EXPECT_EQ(law.step(), huge / 4);
-  EXPECT_EQ(law.size(huge, s), huge / 4);
-  law.refaulted(TimePoint{} + 80s, huge, notActivated(0), s);
-  law.freed(huge);
-  law.freed(huge);
-  EXPECT_FALSE(law.refaulted(TimePoint{} + 81s, huge, notActivated(0), s)) << "nothing came back";
 }
 
 }  // namespace
