@@ -13,6 +13,16 @@ class EngineAimTest : public EngineHarness {
  protected:
   void workEndsBesideABusySibling(bool units);
   void heavyWorkEnds(const std::string& policy, std::chrono::seconds busyFor);
+  // heavyWorkEnds() with 600 MiB in "work" and 300 MiB in "bg", which no one reads again.
+  void heavyWorkEndsBeside300MiB(const std::string& policy, std::chrono::seconds busyFor) {
+    sim_.addCgroup("bg", 300 * kMiB);
+    sim_.addCgroup("work", 600 * kMiB);
+    heavyWorkEnds(policy, busyFor);
+  }
+  // Within two minutes, a probe went to "work".
+  bool probesAimedAtWork() {
+    return runUntil([&] { return writesTo("work") > 0; }, 2min);
+  }
 };
 
 // Heavy work in a cgroup of its own ends; a background process beside it keeps the machine busy
@@ -153,10 +163,8 @@ TEST_F(EngineAimTest, AnAimWhoseCacheDoesNotGoIsLeftForTheWhole) {
 // itself ends the aim, and the probes go back to the whole rather than fail at that cgroup every
 // interval until its grace.
 TEST_F(EngineAimTest, AWriteTheAimRefusesEndsTheAimWhateverTheWholeShrankMeanwhile) {
-  sim_.addCgroup("bg", 300 * kMiB);
-  sim_.addCgroup("work", 600 * kMiB);
-  heavyWorkEnds("idle:\n  grace: 40s\n", 60s);
-  ASSERT_TRUE(runUntil([&] { return writesTo("work") > 0; }, 2min)) << "probes aimed at the cgroup";
+  heavyWorkEndsBeside300MiB("idle:\n  grace: 40s\n", 60s);
+  ASSERT_TRUE(probesAimedAtWork());
   sim_.beforeWrite = [&](const std::string&, std::uint64_t) {
     SimCgroup& bg = sim_.cgroup("bg");
     bg.file -= std::min(bg.file, 4 * kMiB);
@@ -178,9 +186,7 @@ TEST_F(EngineAimTest, AWriteTheAimRefusesEndsTheAimWhateverTheWholeShrankMeanwhi
 // machine goes idle and its idle steps take the whole. The aim ends there, and the log says so as it
 // says every other end of an aim: a trim_aimed line is never left without its trim_unaimed.
 TEST_F(EngineAimTest, AnAimEndsSaidWhenTheMachineGoesIdle) {
-  sim_.addCgroup("bg", 300 * kMiB);
-  sim_.addCgroup("work", 600 * kMiB);
-  heavyWorkEnds("idle:\n  grace: 40s\n", 60s);
+  heavyWorkEndsBeside300MiB("idle:\n  grace: 40s\n", 60s);
   ASSERT_TRUE(runUntil([&] { return count("trim_aimed") > 0; }, 2min));
   sim_.cgroup("bg").cpuShare = 0;
   sim_.setMachineBusy(0);
@@ -196,10 +202,8 @@ TEST_F(EngineAimTest, AnAimEndsSaidWhenTheMachineGoesIdle) {
 // keep the new floor there, not the one the cgroup was aimed at under. The next scan says it only a
 // quarter of a grace later; meanwhile the probes, doubling each one, took it to the old floor.
 TEST_F(EngineAimTest, AReloadsCgroupFloorBindsTheAimAtOnce) {
-  sim_.addCgroup("bg", 300 * kMiB);
-  sim_.addCgroup("work", 600 * kMiB);
-  heavyWorkEnds("idle:\n  grace: 2m\ntrim:\n  interval: 1s\n", 150s);
-  ASSERT_TRUE(runUntil([&] { return writesTo("work") > 0; }, 2min)) << "probes aimed at the cgroup";
+  heavyWorkEndsBeside300MiB("idle:\n  grace: 2m\ntrim:\n  interval: 1s\n", 150s);
+  ASSERT_TRUE(probesAimedAtWork());
   const std::uint64_t held = sim_.subtreeFile("work");
   policies::Policy raised = engine_->policy();
   raised.reclaim.cgroupFloor = held - 2 * kMiB;
@@ -211,10 +215,8 @@ TEST_F(EngineAimTest, AReloadsCgroupFloorBindsTheAimAtOnce) {
 // A reload turns idle.units off while probes are aimed: from the reload on they go to the whole, as
 // they would had the policy been so from the start, not to the cgroup until the next scan.
 TEST_F(EngineAimTest, AReloadWithoutUnitsSendsTheProbesBackToTheWholeAtOnce) {
-  sim_.addCgroup("bg", 300 * kMiB);
-  sim_.addCgroup("work", 600 * kMiB);
-  heavyWorkEnds("idle:\n  grace: 2m\ntrim:\n  interval: 1s\n", 150s);
-  ASSERT_TRUE(runUntil([&] { return writesTo("work") > 0; }, 2min)) << "probes aimed at the cgroup";
+  heavyWorkEndsBeside300MiB("idle:\n  grace: 2m\ntrim:\n  interval: 1s\n", 150s);
+  ASSERT_TRUE(probesAimedAtWork());
   policies::Policy off = engine_->policy();
   off.idle.units = false;
   reload(off);
@@ -229,9 +231,7 @@ TEST_F(EngineAimTest, AReloadWithoutUnitsSendsTheProbesBackToTheWholeAtOnce) {
 // starts. The aimed probes double from the first all the same (the law started with the aim in place
 // is an aimed one), not at the smallest step for a clean stretch as probes of the whole.
 TEST_F(EngineAimTest, AnAimChosenBeforeTrimmingStartsDoublesFromTheFirstProbe) {
-  sim_.addCgroup("bg", 300 * kMiB);
-  sim_.addCgroup("work", 600 * kMiB);
-  heavyWorkEnds("idle:\n  grace: 2m\n", 50s);
+  heavyWorkEndsBeside300MiB("idle:\n  grace: 2m\n", 50s);
   ASSERT_TRUE(runUntil([&] { return count("trim_aimed") > 0; }, 2min));
   ASSERT_EQ(count("trim_started"), 0u) << "aimed before trimming starts";
   ASSERT_TRUE(runUntil([&] { return writesTo("work") >= 3; }, 3min));
@@ -268,10 +268,8 @@ TEST_F(EngineAimTest, ADryRunSaysWhereItsProbesWouldGo) {
 // what it freed unknown. That says nothing of the cgroup aimed at, which is not left as one whose
 // cache does not go (not aimed at again until it held a chunk more): the next probes go on there.
 TEST_F(EngineAimTest, AnAimedProbeThatCouldNotBeMeasuredKeepsTheAim) {
-  sim_.addCgroup("bg", 300 * kMiB);
-  sim_.addCgroup("work", 600 * kMiB);
-  heavyWorkEnds("idle:\n  grace: 2m\ntrim:\n  interval: 1s\n", 150s);
-  ASSERT_TRUE(runUntil([&] { return writesTo("work") > 0; }, 2min)) << "probes aimed at the cgroup";
+  heavyWorkEndsBeside300MiB("idle:\n  grace: 2m\ntrim:\n  interval: 1s\n", 150s);
+  ASSERT_TRUE(probesAimedAtWork());
   bool once = false;
   sim_.beforeWrite = [&](const std::string&, std::uint64_t) {
     if (!std::exchange(once, true)) sim_.failReads("meminfo", EIO, 1);  // the read after this write
@@ -290,10 +288,8 @@ TEST_F(EngineAimTest, AnAimedProbeThatCouldNotBeMeasuredKeepsTheAim) {
 // swappiness key, and the probe after it says so: plain requests, no swap). That says nothing of the
 // cgroup's cache; the probes go on at it in the format the probe found.
 TEST_F(EngineAimTest, AnAimedProbesEinvalIsTheFormatsNotTheCgroups) {
-  sim_.addCgroup("bg", 300 * kMiB);
-  sim_.addCgroup("work", 600 * kMiB);
-  heavyWorkEnds("idle:\n  grace: 2m\ntrim:\n  interval: 1s\n", 150s);
-  ASSERT_TRUE(runUntil([&] { return writesTo("work") > 0; }, 2min)) << "probes aimed at the cgroup";
+  heavyWorkEndsBeside300MiB("idle:\n  grace: 2m\ntrim:\n  interval: 1s\n", 150s);
+  ASSERT_TRUE(probesAimedAtWork());
   Capabilities caps = fullCapabilities();
   caps.swappinessKey = controller::KeySupport::Unsupported;
   sim_.setCapabilities(caps);
