@@ -73,10 +73,11 @@ Result<void> Endpoints::bindStatusSocket() {
   const std::string& path = options_.statusSocket;
   auto addr = unixAddress(path);
   if (!addr) return addr.error();
-  // The directory is made if missing (without systemd's RuntimeDirectory=, or removed with it).
+  // The directory is made if missing (without systemd's RuntimeDirectory=, or removed with it), root only
+  // as the unit's RuntimeDirectoryMode= makes it. One that exists is someone else's and is left as it is.
   const std::size_t slash = path.rfind('/');
   // EEXIST is the usual answer; any other failure shows in bind's error, so it is ignored here.
-  if (slash != std::string::npos && slash > 0) (void)::mkdir(path.substr(0, slash).c_str(), 0755);
+  if (slash != std::string::npos && slash > 0) (void)::mkdir(path.substr(0, slash).c_str(), 0700);
   if (auto free = checkStatusSocket(path); !free) return free;
   // A stale socket (checked just above); one that cannot be removed fails bind with EADDRINUSE.
   (void)::unlink(path.c_str());

@@ -300,6 +300,29 @@ TEST_F(EndpointsTest, ARemovedStatusSocketIsBoundAgainAtTheNextCheck) {
   EXPECT_FALSE(std::filesystem::exists(o.statusSocket)) << "the new socket is the daemon's own to remove";
 }
 
+// Without systemd's RuntimeDirectory= the daemon makes the socket's directory itself: root only, as the
+// unit does, whatever the umask. A directory that was there already keeps the mode its owner gave it.
+TEST_F(EndpointsTest, AMissingStatusSocketDirectoryIsMadeRootOnly) {
+  fx_.mkdir("shared");
+  ASSERT_EQ(::chmod(fx_.path("shared").c_str(), 0755), 0);
+  EndpointOptions o = options();
+  o.statusSocket = fx_.path("run/status.sock");
+  Endpoints other;
+  EndpointOptions shared;
+  shared.statusSocket = fx_.path("shared/status.sock");
+  const mode_t previous = ::umask(0);
+  const bool opened = open(o).ok();
+  const bool openedShared = other.open(shared).ok();
+  ::umask(previous);
+  ASSERT_TRUE(opened);
+  ASSERT_TRUE(openedShared);
+  struct stat st {};
+  ASSERT_EQ(::stat(fx_.path("run").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0700u);
+  ASSERT_EQ(::stat(fx_.path("shared").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0755u);
+}
+
 // Another daemon started while the path was free keeps it: said once, and the path is taken back
 // only once that daemon has gone.
 TEST_F(EndpointsTest, AStatusSocketPathTakenMeanwhileIsLeftToItsOwner) {
