@@ -12,6 +12,8 @@
 #include <cerrno>
 #include <utility>
 
+#include "base/Event.h"
+#include "base/Log.h"
 #include "controller/ExitCodes.h"
 #include "controller/operate/MetricsFile.h"
 
@@ -58,7 +60,9 @@ Endpoints::~Endpoints() {
 
 void Endpoints::stop() {
   if (auto ok = finish(); !ok) {
-    spdlog::warn("event=metrics_file_failed path={} error=\"{}\"", options_.metricsFile, ok.error().message());
+    emit(Event(Severity::Warn, "metrics_file_failed")
+             .add("path", options_.metricsFile)
+             .add("error", ok.error().message()));
   }
 }
 
@@ -164,7 +168,7 @@ void Endpoints::accept(int listenFd, bool http, TimePoint now) {
       spare_.reset(::open("/dev/null", O_RDONLY | O_CLOEXEC));
       if (!hungUp) return;
       if (auto n = dropped_.count(now, kRefusedLogPeriod))
-        spdlog::warn("event=connection_dropped error=\"{}\" dropped={}", std::strerror(err), *n);
+        emit(Event(Severity::Warn, "connection_dropped").add("error", std::strerror(err)).add("dropped", *n));
       continue;
     }
     // EAGAIN: no one else waits. Any other error (a client that gave up) is the client's loss,
@@ -327,14 +331,16 @@ void Endpoints::writeMetricsFile(const Render& metrics, TimePoint now, bool forc
   if (auto ok = writeFileAtomically(options_.metricsFile, lastMetrics_); !ok) {
     ++metricsFailures_;
     if (auto n = metricsFailed_.count(now, kMetricsFailedLogPeriod)) {
-      spdlog::warn("event=metrics_file_failed path={} error=\"{}\" failed={}", options_.metricsFile,
-                   ok.error().message(), *n);
+      emit(Event(Severity::Warn, "metrics_file_failed")
+               .add("path", options_.metricsFile)
+               .add("error", ok.error().message())
+               .add("failed", *n));
     }
     return;
   }
   if (metricsFailures_ == 0) return;
   const std::uint64_t failed = std::exchange(metricsFailures_, 0);
-  spdlog::info("event=metrics_file_restored path={} failed={}", options_.metricsFile, failed);
+  emit(Event(Severity::Info, "metrics_file_restored").add("path", options_.metricsFile).add("failed", failed));
   metricsFailed_ = {};  // the next outage is said at its first failure
 }
 

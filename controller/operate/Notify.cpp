@@ -7,6 +7,8 @@
 #include <cstdlib>
 #include <ctime>
 
+#include "base/Event.h"
+#include "base/Log.h"
 #include "base/Systemd.h"
 #include "controller/operate/Status.h"
 
@@ -16,9 +18,11 @@ Notifier::Notifier() {
   auto watchdog = sdWatchdog();
   if (!watchdog) {
     // systemd set it, so it expects pings; without a number the interval is unknown, and
-    // pinging at a guess could still miss. Said once, so the unit's setting gets fixed.
-    spdlog::warn("event=watchdog_invalid error=\"{}\" why=\"no watchdog pings, ignoring the variable\"",
-                 watchdog.error().message());
+    // pinging at a guess could still miss. Said once, so the unit's setting gets fixed; the error
+    // quotes the variable's value, which an Event escapes, so whatever it holds stays one line.
+    emit(Event(Severity::Warn, "watchdog_invalid")
+             .add("error", watchdog.error().message())
+             .add("why", "no watchdog pings, ignoring the variable"));
   } else if (const auto& usec = *watchdog) {
     const std::chrono::microseconds timeout = *usec;
     if (timeout < kMinWatchdog) {

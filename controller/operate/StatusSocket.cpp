@@ -1,5 +1,4 @@
 // The status socket: taking its path at start and keeping it while the daemon runs (Endpoints.h).
-#include <spdlog/spdlog.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -9,6 +8,8 @@
 #include <cstring>
 #include <utility>
 
+#include "base/Event.h"
+#include "base/Log.h"
 #include "controller/operate/Endpoints.h"
 
 namespace reclaimd::controller {
@@ -60,11 +61,11 @@ void Endpoints::keepStatusSocket(TimePoint now) {
   if (::lstat(path.c_str(), &st) == 0 && st.st_ino == statusInode_) return;
   if (auto bound = bindStatusSocket(); !bound) {
     if (!std::exchange(statusLost_, true))
-      spdlog::warn("event=status_socket_lost path={} error=\"{}\"", path, bound.error().message());
+      emit(Event(Severity::Warn, "status_socket_lost").add("path", path).add("error", bound.error().message()));
     return;
   }
   statusLost_ = false;
-  spdlog::warn("event=status_socket_restored path={}", path);
+  emit(Event(Severity::Warn, "status_socket_restored").add("path", path));
 }
 
 // A listener at the status socket's path, in place of any before it: the path is taken only where

@@ -12,6 +12,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdint>
@@ -21,6 +22,7 @@
 #include <vector>
 
 #include "base/Clock.h"
+#include "base/Event.h"
 #include "controller/operate/Endpoints.h"
 #include "controller/operate/MetricsFile.h"
 #include "tests/unit/CapturedLog.h"
@@ -404,6 +406,27 @@ TEST(MetricsFile, FailuresAreSaidOnceAMinuteAndTheRecoveryOnce) {
   std::filesystem::remove_all(fx.path("textfile"));
   endpoints.writeMetricsFile(metrics, t0 + 100s);
   EXPECT_EQ(log.count("event=metrics_file_failed"), 3) << log.text();
+}
+
+// The metrics file's path is the operator's text and may hold anything: escaped as every event's values
+// are, it can neither end the line nor close a quote, whether a write fails or the last one at stop.
+TEST(MetricsFile, AFailingPathIsSaidOnOneEscapedLine) {
+  Fixture fx;
+  Endpoints endpoints;
+  EndpointOptions options;
+  options.statusSocket = "";
+  options.metricsFile = fx.path("no\"such\nevent=forged dir/reclaimd.prom");
+  ASSERT_TRUE(endpoints.open(options).ok());
+  CapturedLog log;
+  endpoints.writeMetricsFile([] { return std::string("reclaimd_up 1\n"); }, TimePoint{});
+  std::string text = log.text();
+  EXPECT_EQ(std::count(text.begin(), text.end(), '\n'), 1) << text;
+  EXPECT_EQ(text.rfind("event=metrics_file_failed path=" + escapeValue(options.metricsFile) + " error=\"", 0), 0u)
+      << text;
+  endpoints.stop();
+  text = log.text();
+  EXPECT_EQ(std::count(text.begin(), text.end(), '\n'), 2) << text;
+  EXPECT_EQ(log.count("event=metrics_file_failed path=" + escapeValue(options.metricsFile) + " error=\""), 2) << text;
 }
 
 TEST(MetricsFile, StoppedSaysUpZero) {

@@ -3,10 +3,13 @@
 // killed; the end-to-end tests (OperateTest.cpp) show the daemon pings at all.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <string>
 
+#include "base/Event.h"
 #include "controller/operate/Notify.h"
+#include "tests/unit/CapturedLog.h"
 #include "tests/unit/Fixture.h"
 #include "tests/unit/NotifySocket.h"
 
@@ -101,6 +104,20 @@ TEST(Notify, NoWatchdogNoPings) {
     notifier.watchdog(kStart + tick * 1s);
   EXPECT_FALSE(notifier.watchdogDeadline().has_value());
   EXPECT_EQ(systemd.pings(), 0u);
+}
+
+// WATCHDOG_USEC is whatever the environment holds, and the warning quotes it: escaped as every event's
+// values are, it cannot end the line and forge an event of its own.
+TEST(Notify, AnInvalidWatchdogIsSaidOnOneEscapedLine) {
+  Fixture fx;
+  const std::string value = "5\"\nevent=forged";
+  Systemd systemd(fx, value.c_str());
+  CapturedLog log;
+  Notifier notifier;
+  const std::string text = log.text();
+  EXPECT_EQ(std::count(text.begin(), text.end(), '\n'), 1) << text;
+  EXPECT_EQ(text.rfind("event=watchdog_invalid error=", 0), 0u) << text;
+  EXPECT_NE(text.find(escapeValue("WATCHDOG_USEC=" + value + ": not a decimal number")), std::string::npos) << text;
 }
 
 }  // namespace
