@@ -119,6 +119,11 @@ int runCli(int argc, char** argv) {
   app.set_version_flag("--version", std::string("reclaimd ") + RECLAIMD_VERSION + " (" + RECLAIMD_GIT_COMMIT + ")");
   app.name("reclaimd");
   app.require_subcommand(1, 1);
+  // A usage error names the program, as other tools' do, so that in a script's output it is clear which
+  // command refused its arguments. --help and --version are not failures: they still go to stdout.
+  app.failure_message([](const CLI::App* parsed, const CLI::Error& e) {
+    return "reclaimd: " + CLI::FailureMessage::simple(parsed, e);
+  });
 
   RunOptions run, probe, record;
   auto* runCmd = app.add_subcommand("run", "run the daemon (the default)");

@@ -366,6 +366,38 @@ TEST(Cli, VersionHelpAndUsage) {
   EXPECT_EQ(uCode, 64) << uOut;
 }
 
+// What `reclaimd ARGS` writes to one stream, the other sent to /dev/null, and its exit code.
+std::pair<int, std::string> streamOf(const std::string& args, bool stderrOnly) {
+  const std::string redirect = stderrOnly ? " 2>&1 >/dev/null" : " 2>/dev/null";
+  return runCommand({"/bin/bash", "-c", "exec " + std::string(RECLAIMD_BINARY) + " " + args + redirect});
+}
+
+// A command-line mistake (an unknown option, a missing or bad value) names the program, with the hint
+// and the usage exit code; --help and --version are answers: stdout and 0, as before.
+TEST(Cli, ParseErrorsNameTheProgramOnStderr) {
+  for (const auto& [args, message] : std::vector<std::pair<std::string, std::string>>{
+           {"--no-such-flag", "The following argument was not expected: --no-such-flag"},
+           {"probe --sys-root", "--sys-root: 1 required DIR missing"},
+           {"status --json=maybe", "Could not convert: --json = maybe"},
+           {"check-config", "FILE is required"}}) {
+    auto [code, err] = streamOf(args, true);
+    EXPECT_EQ(code, 64) << args;
+    EXPECT_EQ(err, "reclaimd: " + message + "\nRun with --help for more information.\n") << args;
+    EXPECT_EQ(streamOf(args, false).second, "") << args;
+  }
+  auto [helpCode, help] = streamOf("--help", false);
+  EXPECT_EQ(helpCode, 0);
+  EXPECT_EQ(help.rfind("reclaimd: gives a Linux machine's idle page cache back to its host\n", 0), 0u) << help;
+  auto [runHelpCode, runHelp] = streamOf("run --help", false);
+  EXPECT_EQ(runHelpCode, 0);
+  EXPECT_NE(runHelp.find("--status-socket"), std::string::npos) << runHelp;
+  auto [versionCode, version] = streamOf("--version", false);
+  EXPECT_EQ(versionCode, 0);
+  EXPECT_EQ(version.rfind("reclaimd ", 0), 0u) << version;
+  for (const char* answer : {"--help", "run --help", "--version"})
+    EXPECT_EQ(streamOf(answer, true).second, "") << answer;
+}
+
 TEST(Cli, ProbePrintsCapabilitiesAndMode) {
   Fixture fx;
   SimFiles machine(fx);
