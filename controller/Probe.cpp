@@ -19,8 +19,6 @@
 
 namespace reclaimd::controller {
 
-namespace {
-
 std::string findCgroupRoot(const Paths& paths, std::string& problem) {
   if (!paths.cgroupRoot.empty()) return paths.cgroupRoot;
   auto text = readFileAt(AT_FDCWD, paths.proc(kProcMountinfo));
@@ -40,6 +38,8 @@ std::string findCgroupRoot(const Paths& paths, std::string& problem) {
   }
   return found->mountPoint;
 }
+
+namespace {
 
 void probeCgroup(const Paths& paths, Capabilities& caps) {
   caps.cgroupRoot = findCgroupRoot(paths, caps.cgroupProblem);

@@ -19,6 +19,10 @@ namespace reclaimd::controller {
 // it passes). A mistake here is an error at start, never a silent fallback to drop_caches.
 Result<void> checkCgroupRoot(const std::string& path);
 
+// The cgroup2 root: paths.cgroupRoot when given, else the cgroup2 mount that mountinfo shows; "" when
+// none is found, with `problem` saying why.
+std::string findCgroupRoot(const Paths& paths, std::string& problem);
+
 // The machine's PSI trigger as the daemon registers it for `pressure`.
 psi::TriggerSpec machineTrigger(const policies::PressureSettings& pressure);
 

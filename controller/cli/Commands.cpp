@@ -1,5 +1,7 @@
 #include "controller/cli/Commands.h"
 
+#include <sys/stat.h>
+
 #include <cerrno>
 #include <fstream>
 #include <iostream>
@@ -177,7 +179,7 @@ namespace {
 
 // Accept "/system.slice" (as /proc/PID/cgroup writes it), "system.slice/" and the path under the
 // usual mount, "/sys/fs/cgroup/system.slice", as the same cgroup; reject what leaves the root.
-bool explainOne(const policies::Policy& policy, const std::string& raw) {
+bool explainOne(const policies::Policy& policy, const std::string& raw, const std::string& cgroupRoot) {
   constexpr std::string_view kMount = "/sys/fs/cgroup";
   std::string path = raw;
   if (path.starts_with(kMount) && (path.size() == kMount.size() || path[kMount.size()] == '/'))
@@ -194,11 +196,23 @@ bool explainOne(const policies::Policy& policy, const std::string& raw) {
       return false;
     }
   }
-  std::cout << policies::explain(policy, path);
+  std::cout << policies::explain(policy, path) << absentCgroupNote(cgroupRoot, path);
   return true;
 }
 
 }  // namespace
+
+std::string absentCgroupNote(const std::string& cgroupRoot, const std::string& path) {
+  if (cgroupRoot.empty()) return "";
+  const std::string dir = path.empty() ? cgroupRoot : cgroupRoot + "/" + path;
+  struct stat st {};
+  if (::stat(dir.c_str(), &st) == 0) {
+    if (S_ISDIR(st.st_mode)) return "";
+  } else if (errno != ENOENT && errno != ENOTDIR) {
+    return "";  // it may exist where it cannot be looked at (EACCES): no claim either way
+  }
+  return "  no such cgroup exists now under " + cgroupRoot + "; the above is what governs it if it appears\n";
+}
 
 int commandCheckConfig(const std::string& file, const std::vector<std::string>& explainPaths) {
   for (const std::string& path : policies::skippedDropIns(file))
@@ -210,8 +224,11 @@ int commandCheckConfig(const std::string& file, const std::vector<std::string>& 
     return failed;
   }
   if (!explainPaths.empty()) {
+    // Where the daemon would look; a machine without cgroup2 gets no word on whether a cgroup exists.
+    std::string problem;
+    const std::string cgroupRoot = findCgroupRoot(Paths{}, problem);
     for (const std::string& raw : explainPaths) {
-      if (!explainOne(*policy, raw)) return kExitUsage;
+      if (!explainOne(*policy, raw, cgroupRoot)) return kExitUsage;
     }
     return kExitOk;
   }

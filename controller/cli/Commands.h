@@ -24,6 +24,10 @@ struct RunOptions {
 int commandRun(const RunOptions& options);
 int commandProbe(const RunOptions& options);
 int commandCheckConfig(const std::string& file, const std::vector<std::string>& explainPaths);
+// What check-config --explain adds for a cgroup `path` (relative to the root) that does not exist now
+// under the cgroup2 root `cgroupRoot`: a mistyped path is still explained, and the user learns that nothing
+// is there yet. "" when it exists, when that cannot be told, and when no root was found ("").
+std::string absentCgroupNote(const std::string& cgroupRoot, const std::string& path);
 int commandStatus(const std::string& socketPath, bool json);
 int commandReplay(const std::string& file);
 

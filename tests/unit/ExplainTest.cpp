@@ -1,6 +1,13 @@
-// check-config --explain with per-cgroup rules, run as the real binary. (The rules' behaviour is
-// in EngineRulesTest.)
+// check-config --explain with per-cgroup rules, run as the real binary, and what it says of a cgroup
+// absent now. (The rules' behaviour is in EngineRulesTest.)
 #include <gtest/gtest.h>
+
+#include <sstream>
+#include <string>
+
+#include "controller/Paths.h"
+#include "controller/Probe.h"
+#include "controller/cli/Commands.h"
 #include "tests/unit/Fixture.h"
 #include "tests/unit/Process.h"
 
@@ -36,10 +43,52 @@ TEST(CliRules, ExplainNamesTheWinnerAndWhy) {
   auto [mounted, mountedOut] = runCommand({RECLAIMD_BINARY, "check-config", fx.path("p.yaml"), "--explain",
                                            "/sys/fs/cgroup/user.slice/session-1.scope", "/sys/fs/cgroup/"});
   EXPECT_EQ(mounted, 0) << mountedOut;
-  EXPECT_EQ(mountedOut.find("sys/fs"), std::string::npos) << mountedOut;
+  // The headings name each cgroup from the root (the note on a cgroup absent now names the mount).
+  std::istringstream lines(mountedOut);
+  for (std::string line; std::getline(lines, line);) {
+    if (!line.starts_with("  ")) {
+      EXPECT_EQ(line.find("sys/fs"), std::string::npos) << mountedOut;
+    }
+  }
   EXPECT_NE(mountedOut.find("user.slice/session-1.scope:\n  governed by rule 3"), std::string::npos) << mountedOut;
   auto [bad, badOut] = runCommand({RECLAIMD_BINARY, "check-config", fx.path("p.yaml"), "--explain", "a/../../etc"});
   EXPECT_EQ(bad, 64) << badOut;
+}
+
+// A cgroup that is not there now is still explained (rules apply to cgroups that appear later), with
+// one line saying so, found where the daemon finds its root; without cgroup2 nothing is claimed.
+TEST(CliRules, ExplainSaysWhenTheCgroupDoesNotExistNow) {
+  Fixture fx;
+  fx.mkdir("cg/system.slice/cron.service");
+  fx.write("cg/cgroup.procs", "");
+  fx.write("proc/self/mountinfo", "30 25 0:26 / " + fx.path("cg") + " rw - cgroup2 cgroup2 rw\n");
+  std::string problem;
+  const std::string root = controller::findCgroupRoot(controller::Paths{fx.path("proc"), "", ""}, problem);
+  ASSERT_EQ(root, fx.path("cg")) << problem;
+  const std::string absent =
+      "  no such cgroup exists now under " + root + "; the above is what governs it if it appears\n";
+  EXPECT_EQ(controller::absentCgroupNote(root, "system.slice/cron.servce"), absent);
+  EXPECT_EQ(controller::absentCgroupNote(root, "system.slice/cron.service/cgroup.procs"), absent)
+      << "a file is no cgroup";
+  EXPECT_EQ(controller::absentCgroupNote(root, "cgroup.procs/x"), absent);
+  EXPECT_EQ(controller::absentCgroupNote(root, "system.slice/cron.service"), "");
+  EXPECT_EQ(controller::absentCgroupNote(root, ""), "") << "the root itself";
+  fx.write("proc/self/mountinfo", "22 1 254:0 / / rw - ext4 /dev/vda rw\n");
+  EXPECT_EQ(controller::findCgroupRoot(controller::Paths{fx.path("proc"), "", ""}, problem), "");
+  EXPECT_EQ(controller::absentCgroupNote("", "system.slice/cron.servce"), "") << "no cgroup2, no claim";
+
+  // The binary looks where the daemon would on this machine, whichever it is.
+  fx.write("p.yaml", kRules);
+  const std::string machineRoot = controller::findCgroupRoot(controller::Paths{}, problem);
+  auto [code, out] =
+      runCommand({RECLAIMD_BINARY, "check-config", fx.path("p.yaml"), "--explain", "no-such.slice/typo.scope"});
+  EXPECT_EQ(code, 0) << out;
+  EXPECT_EQ(out.rfind("no-such.slice/typo.scope:\n  no rule matches it or its ancestors", 0), 0u) << out;
+  if (machineRoot.empty()) {
+    EXPECT_EQ(out.find("no such cgroup"), std::string::npos) << out;
+  } else {
+    EXPECT_NE(out.find("\n  no such cgroup exists now under " + machineRoot + ";"), std::string::npos) << out;
+  }
 }
 
 }  // namespace
