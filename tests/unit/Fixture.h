@@ -43,4 +43,8 @@ std::string meminfo(unsigned long long totalMiB, unsigned long long freeMiB, uns
 // guard accepts both.
 bool refusedAsRunaway(const std::string& message, const std::string& file);
 
+// fuzz_policy's find: yaml-cpp 0.7 loops forever on these 8 bytes, allocating. The daemon and
+// check-config first read a policy's YAML in a fresh, bounded process (policies/Guard.h).
+inline constexpr const char* kRunawayYaml = ",a-\n  b\n";
+
 }  // namespace reclaimd::testing
