@@ -89,6 +89,29 @@ std::pair<CLI::App*, CLI::App*> addRecordAndReplay(CLI::App& app, RunOptions& re
   return {recordCmd, replayCmd};
 }
 
+// `probe [paths] [--sys-root DIR] [--json]`.
+CLI::App* addProbe(CLI::App& app, RunOptions& probe) {
+  auto* cmd = app.add_subcommand("probe", "print what this kernel supports and the mode that would run");
+  addPaths(cmd, probe);
+  cmd->add_option("--sys-root", probe.sysRoot, "where sysfs is mounted (tests point this at a fixture)")
+      ->type_name("DIR")
+      ->capture_default_str();
+  cmd->add_flag("--json", probe.json, "print the probe as JSON");
+  return cmd;
+}
+
+// `check-config FILE [--explain CGROUP...]`.
+CLI::App* addCheckConfig(CLI::App& app, std::string& file, std::vector<std::string>& explainPaths) {
+  auto* cmd = app.add_subcommand("check-config", "validate a policy file without running");
+  cmd->add_option("FILE", file, "the policy file")->type_name("")->required();
+  cmd->add_option("--explain", explainPaths,
+                  "cgroup paths (relative to the cgroup root, or under /sys/fs/cgroup): which rule governs each, "
+                  "and why")
+      ->type_name("CGROUP")
+      ->expected(1, -1);
+  return cmd;
+}
+
 }  // namespace
 
 std::vector<std::string> normalizeArgs(std::vector<std::string> args) {
@@ -130,12 +153,7 @@ int runCli(int argc, char** argv) {
   addRunOptions(runCmd, run);
   std::string replayFile;
   auto [recordCmd, replayCmd] = addRecordAndReplay(app, record, replayFile);
-  auto* probeCmd = app.add_subcommand("probe", "print what this kernel supports and the mode that would run");
-  addPaths(probeCmd, probe);
-  probeCmd->add_option("--sys-root", probe.sysRoot, "where sysfs is mounted (tests point this at a fixture)")
-      ->type_name("DIR")
-      ->capture_default_str();
-  probeCmd->add_flag("--json", probe.json, "print the probe as JSON");
+  auto* probeCmd = addProbe(app, probe);
   auto* statusCmd = app.add_subcommand("status", "ask the running daemon what it is doing");
   std::string statusSocket = kDefaultStatusSocket;
   bool json = false;
@@ -145,14 +163,7 @@ int runCli(int argc, char** argv) {
   statusCmd->add_flag("--json", json, "print the status as JSON");
   std::string checkFile;
   std::vector<std::string> explainPaths;
-  auto* check = app.add_subcommand("check-config", "validate a policy file without running");
-  check->add_option("FILE", checkFile, "the policy file")->type_name("")->required();
-  check
-      ->add_option("--explain", explainPaths,
-                   "cgroup paths (relative to the cgroup root, or under /sys/fs/cgroup): which rule governs each, "
-                   "and why")
-      ->type_name("CGROUP")
-      ->expected(1, -1);
+  auto* check = addCheckConfig(app, checkFile, explainPaths);
 
   std::vector<std::string> args = normalizeArgs(std::vector<std::string>(argv, argv + argc));
   std::vector<char*> pointers;
