@@ -1,7 +1,6 @@
 #include "controller/operate/Endpoints.h"
 
 #include <fcntl.h>
-#include <spdlog/spdlog.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -219,7 +218,7 @@ bool Endpoints::admit(int fd, bool http, TimePoint now) {
 // reach the socket can connect in a loop, and must not fill the journal.
 void Endpoints::refused(uid_t uid, pid_t pid, TimePoint now) {
   if (auto n = refused_.count(now, kRefusedLogPeriod))
-    spdlog::warn("event=status_refused uid={} pid={} refused={}", uid, pid, *n);
+    emit(Event(Severity::Warn, "status_refused").add("uid", uid).add("pid", pid).add("refused", *n));
 }
 
 std::optional<std::uint64_t> Endpoints::Tally::count(TimePoint now, std::chrono::nanoseconds period) {

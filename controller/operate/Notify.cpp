@@ -1,6 +1,5 @@
 #include "controller/operate/Notify.h"
 
-#include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <cstdint>
@@ -26,9 +25,10 @@ Notifier::Notifier() {
   } else if (const auto& usec = *watchdog) {
     const std::chrono::microseconds timeout = *usec;
     if (timeout < kMinWatchdog) {
-      spdlog::warn(
-          "event=watchdog_clamped watchdog_usec={} used_usec={} why=\"below the 1s minimum a loop turn may take\"",
-          timeout.count(), std::chrono::microseconds(kMinWatchdog).count());
+      emit(Event(Severity::Warn, "watchdog_clamped")
+               .add("watchdog_usec", timeout.count())
+               .add("used_usec", std::chrono::microseconds(kMinWatchdog).count())
+               .add("why", "below the 1s minimum a loop turn may take"));
     }
     interval_ = std::max<std::chrono::nanoseconds>(timeout, kMinWatchdog) / 2;
   }
