@@ -90,10 +90,14 @@
 //   bottom under the work's cache would let the next probes take it again at every read (the
 //   engine's simulation: 60 MiB read back after a hold, 16 MiB of it taken and read back again
 //   and a second hold). Past kMaxHold the bottom is tested again. Except the first hold of a
-//   row high up, with more than half of what lay above the floor when probing began still
-//   there: it may be a first contact (7.2, a hot set given up first, judged the bottom at 460
-//   MiB of 500), and a bottom there keeps the cold cache below it half an hour. It holds for its
-//   grace and marks none.
+//   row high up, with more than half of the most that lay above the floor since probing began
+//   still there: it may be a first contact (7.2, a hot set given up first, judged the bottom at
+//   460 MiB of 500), and a bottom there keeps the cold cache below it half an hour. It holds for
+//   its grace and marks none. The most since, not what lay above at the start: probing that
+//   began before the work filled the cache (the background alone, under its floor) began with
+//   nothing above, and every first hold was high up against that (7.2, a hot set read once a
+//   minute: held with 164 MiB of the work's 372 above, no bottom marked, and the probes below
+//   took the hot set again at each of its reads, 21 % of it a minute).
 // Pure: fed with the time and the target's figures.
 #pragma once
 
@@ -207,7 +211,7 @@ class TrimLaw {
   std::optional<ReadBack> lastBack_;          // the counters at the last refault
   std::uint64_t roundFreed_ = 0;              // by probes since then
   std::uint64_t roundAbove_ = 0;              // over the floor when this round began
-  std::uint64_t startAbove_ = 0;              // over the floor when probing began
+  std::uint64_t startAbove_ = 0;              // the most over the floor since probing began
   bool grewInRow_ = false;                    // a refault grew the step to its round since the row began
   bool drained_ = false;                      // aimDrained(), and no round judged since
   bool aimed_ = false;                        // aimed(), and no start() since

@@ -87,6 +87,27 @@ TEST(TrimLaw, AFirstHoldHighUpMarksNoBottom) {
   EXPECT_EQ(law.bottom(law.heldUntil(), 92 * kMiB), 336 * kMiB) << "met again: the bottom";
 }
 
+// Probing began before the work filled the cache (the background alone, under its floor): high
+// up is judged against the most that lay above since, not the nothing there was at the start. The
+// work left 372 MiB above; a round took 298 of it and the hot set came back, the probes after it
+// took the hot set again: held with 164 MiB above, under half, the bottom.
+TEST(TrimLaw, HighUpIsJudgedAgainstTheCacheTheWorkFilled) {
+  TrimLaw law;
+  TimePoint t{};
+  law.start(t, 0, kDefault);
+  law.paused();  // heavy work
+  law.probed(t += 90s, 372 * kMiB, kDefault);
+  law.freed(298 * kMiB);
+  law.probed(t += 6s, 74 * kMiB, kDefault);
+  ASSERT_FALSE(law.refaulted(t += 6s, 300 * kMiB, notActivated(97 * kMiB), kDefault));
+  for (int i = 0; i < 11; ++i) {
+    law.freed(4 * kMiB);
+    law.probed(t += 1s, 172 * kMiB - i * 4 * kMiB, kDefault);
+  }
+  ASSERT_TRUE(law.refaulted(t += 6s, 292 * kMiB, notActivated(141 * kMiB), kDefault));
+  EXPECT_EQ(law.bottom(law.heldUntil(), 141 * kMiB), 292 * kMiB) << "164 of 372 MiB above: the bottom";
+}
+
 // The hold was judged before the work had read back all that the probes took (a hot set read
 // once a minute): what its next read brings back from disk is the work's too.
 TEST(TrimLaw, WhatComesBackAfterAHoldRaisesTheBottom) {
