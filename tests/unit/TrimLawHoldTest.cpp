@@ -90,7 +90,7 @@ TEST(TrimLaw, AFirstHoldHighUpMarksNoBottom) {
 // Probing began before the work filled the cache (the background alone, under its floor): high
 // up is judged against the most that lay above since, not the nothing there was at the start. The
 // work left 372 MiB above; a round took 298 of it and the hot set came back, the probes after it
-// took the hot set again: held with 164 MiB above, under half, the bottom.
+// took the hot set again: held with 132 MiB above, under half, the bottom.
 TEST(TrimLaw, HighUpIsJudgedAgainstTheCacheTheWorkFilled) {
   TrimLaw law;
   TimePoint t{};
@@ -105,7 +105,7 @@ TEST(TrimLaw, HighUpIsJudgedAgainstTheCacheTheWorkFilled) {
     law.probed(t += 1s, 172 * kMiB - i * 4 * kMiB, kDefault);
   }
   ASSERT_TRUE(law.refaulted(t += 6s, 292 * kMiB, notActivated(141 * kMiB), kDefault));
-  EXPECT_EQ(law.bottom(law.heldUntil(), 141 * kMiB), 292 * kMiB) << "164 of 372 MiB above: the bottom";
+  EXPECT_EQ(law.bottom(law.heldUntil(), 141 * kMiB), 292 * kMiB) << "132 of 372 MiB above: the bottom";
 }
 
 // The hold was judged before the work had read back all that the probes took (a hot set read
