@@ -177,17 +177,15 @@ int commandProbe(const RunOptions& o) {
 
 namespace {
 
-// Accept "/system.slice" (as /proc/PID/cgroup writes it), "system.slice/" and the path under the
-// usual mount, "/sys/fs/cgroup/system.slice", as the same cgroup; reject what leaves the root.
+// `path` with `dir` and the '/' after it taken off its front, if it lies under `dir`.
+bool stripDir(std::string& path, std::string_view dir) {
+  if (dir.empty() || !path.starts_with(dir) || (path.size() > dir.size() && path[dir.size()] != '/')) return false;
+  path.erase(0, dir.size());
+  return true;
+}
+
 bool explainOne(const policies::Policy& policy, const std::string& raw, const std::string& cgroupRoot) {
-  constexpr std::string_view kMount = "/sys/fs/cgroup";
-  std::string path = raw;
-  if (path.starts_with(kMount) && (path.size() == kMount.size() || path[kMount.size()] == '/'))
-    path.erase(0, kMount.size());
-  while (!path.empty() && path.front() == '/')
-    path.erase(0, 1);
-  while (!path.empty() && path.back() == '/')
-    path.pop_back();
+  const std::string path = cgroupRelative(raw, cgroupRoot);
   if (!path.empty()) {
     auto valid = policies::Pattern::parse(path);
     if (!valid || !valid->exact()) {
@@ -201,6 +199,16 @@ bool explainOne(const policies::Policy& policy, const std::string& raw, const st
 }
 
 }  // namespace
+
+std::string cgroupRelative(const std::string& raw, const std::string& cgroupRoot) {
+  std::string path = raw;
+  if (!stripDir(path, cgroupRoot)) stripDir(path, "/sys/fs/cgroup");
+  while (!path.empty() && path.front() == '/')
+    path.erase(0, 1);
+  while (!path.empty() && path.back() == '/')
+    path.pop_back();
+  return path;
+}
 
 std::string absentCgroupNote(const std::string& cgroupRoot, const std::string& path) {
   if (cgroupRoot.empty()) return "";

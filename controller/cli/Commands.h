@@ -24,6 +24,11 @@ struct RunOptions {
 int commandRun(const RunOptions& options);
 int commandProbe(const RunOptions& options);
 int commandCheckConfig(const std::string& file, const std::vector<std::string>& explainPaths);
+// A cgroup path as check-config --explain takes it, relative to the cgroup root: "/system.slice" (as
+// /proc/PID/cgroup writes it), "system.slice/", and the path under the cgroup2 root `cgroupRoot`
+// (where the daemon would find it: /sys/fs/cgroup/unified on a hybrid layout) or under the usual
+// mount /sys/fs/cgroup are the same cgroup.
+std::string cgroupRelative(const std::string& raw, const std::string& cgroupRoot);
 // What check-config --explain adds for a cgroup `path` (relative to the root) that does not exist now
 // under the cgroup2 root `cgroupRoot`: a mistyped path is still explained, and the user learns that nothing
 // is there yet. "" when it exists, when that cannot be told, and when no root was found ("").

@@ -55,6 +55,22 @@ TEST(CliRules, ExplainNamesTheWinnerAndWhy) {
   EXPECT_EQ(bad, 64) << badOut;
 }
 
+// A cgroup's path is taken relative to the root the daemon would use, and to the usual mount.
+TEST(CliRules, ExplainTakesPathsUnderTheCgroupRoot) {
+  for (const std::string root : {"/sys/fs/cgroup", "/sys/fs/cgroup/unified", ""}) {
+    EXPECT_EQ(controller::cgroupRelative("/system.slice/", root), "system.slice") << root;
+    EXPECT_EQ(controller::cgroupRelative("/sys/fs/cgroup/system.slice", root), "system.slice") << root;
+    EXPECT_EQ(controller::cgroupRelative("/sys/fs/cgroup", root), "") << root;
+    EXPECT_EQ(controller::cgroupRelative("/sys/fs/cgroupx/a", root), "sys/fs/cgroupx/a") << root;
+  }
+  EXPECT_EQ(controller::cgroupRelative("/sys/fs/cgroup/unified/system.slice", "/sys/fs/cgroup/unified"),
+            "system.slice")
+      << "a hybrid layout's cgroup2 root";
+  EXPECT_EQ(controller::cgroupRelative("/sys/fs/cgroup/unified", "/sys/fs/cgroup/unified"), "");
+  EXPECT_EQ(controller::cgroupRelative("/sys/fs/cgroup/unified/a", "/sys/fs/cgroup"), "unified/a")
+      << "where cgroup2 is mounted at /sys/fs/cgroup, unified is a cgroup like any";
+}
+
 // A cgroup that is not there now is still explained (rules apply to cgroups that appear later), with
 // one line saying so, found where the daemon finds its root; without cgroup2 nothing is claimed.
 TEST(CliRules, ExplainSaysWhenTheCgroupDoesNotExistNow) {
