@@ -15,6 +15,7 @@
 #include "controller/ExitCodes.h"
 #include "controller/KernelAccess.h"
 #include "controller/Probe.h"
+#include "controller/engine/CgroupPaths.h"
 #include "controller/engine/ModeChoice.h"
 #include "controller/record/Replay.h"
 #include "controller/shell/Daemon.h"
@@ -179,7 +180,7 @@ namespace {
 
 // `path` with `dir` and the '/' after it taken off its front, if it lies under `dir`.
 bool stripDir(std::string& path, std::string_view dir) {
-  if (dir.empty() || !path.starts_with(dir) || (path.size() > dir.size() && path[dir.size()] != '/')) return false;
+  if (dir.empty() || !within(path, dir)) return false;
   path.erase(0, dir.size());
   return true;
 }

@@ -52,7 +52,7 @@ std::uint64_t TrimLaw::size(std::uint64_t above, const TrimLawSettings& s) const
 
 void TrimLaw::probed(TimePoint now, std::uint64_t above, const TrimLawSettings& s) {
   above_ = above;
-  // Probing that began before the work filled the cache (the background alone, at its floor)
+  // Probing that began before the work filled the cache (the background alone, under its floor)
   // began with next to nothing above: a first hold is high up against the most since.
   if (holds_ == 0) startAbove_ = std::max(startAbove_, above);
   // Nothing to probe (at the floor, or at the bottom a hold showed) is no clean stretch: no

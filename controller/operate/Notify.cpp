@@ -1,6 +1,5 @@
 #include "controller/operate/Notify.h"
 
-
 #include <algorithm>
 #include <cstdint>
 #include <cstdlib>
