@@ -15,6 +15,7 @@
 #include "controller/ExitCodes.h"
 #include "controller/KernelAccess.h"
 #include "controller/Probe.h"
+#include "controller/cli/Complain.h"
 #include "controller/engine/CgroupPaths.h"
 #include "controller/engine/ModeChoice.h"
 #include "controller/record/Replay.h"
@@ -99,7 +100,7 @@ int preflight(const RunOptions& o) {
 
 int commandRun(const RunOptions& o) {
   if (auto blocked = blockDaemonSignals(); !blocked) {
-    std::cerr << blocked.error().message() << "\n";
+    complain(blocked.error().message());
     return kExitFailure;
   }
   auto level = parseLogLevel(o.logLevel);
@@ -143,12 +144,12 @@ int commandProbe(const RunOptions& o) {
   int failed = kExitConfig;
   auto policy = loadPolicy(o, failed);
   if (!policy) {
-    std::cerr << policy.error().message() << "\n";
+    complain(policy.error().message());
     return failed;
   }
   if (!o.cgroupRoot.empty()) {
     if (auto root = checkCgroupRoot(o.cgroupRoot); !root) {
-      std::cerr << root.error().message() << "\n";
+      complain(root.error().message());
       return kExitNoInput;
     }
   }
@@ -190,8 +191,8 @@ bool explainOne(const policies::Policy& policy, const std::string& raw, const st
   if (!path.empty()) {
     auto valid = policies::Pattern::parse(path);
     if (!valid || !valid->exact()) {
-      std::cerr << "--explain " << raw << ": not a cgroup path"
-                << (valid ? std::string(" (it has wildcards)") : ": " + valid.error().message()) << "\n";
+      complain("--explain " + raw + ": not a cgroup path" +
+               (valid ? std::string(" (it has wildcards)") : ": " + valid.error().message()));
       return false;
     }
   }
@@ -225,11 +226,11 @@ std::string absentCgroupNote(const std::string& cgroupRoot, const std::string& p
 
 int commandCheckConfig(const std::string& file, const std::vector<std::string>& explainPaths) {
   for (const std::string& path : policies::skippedDropIns(file))
-    std::cerr << "warning: " << path << ": skipped: drop-ins are read only when named *.yaml\n";
+    complain("warning: " + path + ": skipped: drop-ins are read only when named *.yaml");
   int failed = kExitConfig;
   auto policy = loadChecked(file, failed);
   if (!policy) {
-    std::cerr << policy.error().message() << "\n";
+    complain(policy.error().message());
     return failed;
   }
   if (!explainPaths.empty()) {
@@ -265,7 +266,7 @@ int commandCheckConfig(const std::string& file, const std::vector<std::string>& 
 int commandReplay(const std::string& file) {
   std::ifstream in(file);
   if (!in) {
-    std::cerr << "replay: " << errnoError(errno, "cannot open " + file).message() << "\n";
+    complain("replay: " + errnoError(errno, "cannot open " + file).message());
     return kExitNoInput;
   }
   return replayRecording(in, std::cout, std::cerr);

@@ -12,6 +12,7 @@
 #include "base/UniqueFd.h"
 #include "controller/ExitCodes.h"
 #include "controller/cli/Commands.h"
+#include "controller/cli/Complain.h"
 #include "controller/operate/Status.h"
 
 namespace reclaimd::controller {
@@ -21,10 +22,10 @@ namespace {
 // The exit code and message for a failed connect: permission is not absence.
 int connectFailed(const std::string& socketPath, const Error& error) {
   if (error.errnoValue() == EACCES || error.errnoValue() == EPERM) {
-    std::cerr << "permission denied on " << socketPath << ": only root may ask reclaimd for its status\n";
+    complain("permission denied on " + socketPath + ": only root may ask reclaimd for its status");
     return kExitNoPermission;
   }
-  std::cerr << "reclaimd is not running, or not reachable: " << error.message() << "\n";
+  complain("the daemon is not running, or not reachable: " + error.message());
   return kExitUnavailable;
 }
 
@@ -57,7 +58,7 @@ Result<std::string> readAll(int fd, const std::string& socketPath) {
 int commandStatus(const std::string& socketPath, bool json) {
   sockaddr_un addr{};
   if (socketPath.size() >= sizeof addr.sun_path) {
-    std::cerr << "status socket path too long: " << socketPath << "\n";
+    complain("status socket path too long: " + socketPath);
     return kExitUsage;
   }
   addr.sun_family = AF_UNIX;
@@ -66,17 +67,17 @@ int commandStatus(const std::string& socketPath, bool json) {
   if (!fd) return connectFailed(socketPath, fd.error());
   auto answer = readAll(fd->get(), socketPath);
   if (!answer) {
-    std::cerr << answer.error().message() << "\n";
+    complain(answer.error().message());
     return kExitFailure;
   }
   const std::string& text = *answer;
   if (text.empty()) {
-    std::cerr << "reclaimd at " << socketPath << " closed without an answer (only root may ask)\n";
+    complain("the daemon at " + socketPath + " closed without an answer (only root may ask)");
     return kExitNoPermission;
   }
   if (text.front() != '{') {
     if (json) {
-      std::cerr << "the reclaimd at " << socketPath << " answers text only (an older version)\n";
+      complain("the daemon at " + socketPath + " answers text only (an older version)");
       return kExitFailure;
     }
     std::cout << text;
@@ -88,7 +89,7 @@ int commandStatus(const std::string& socketPath, bool json) {
   }
   auto status = parseStatusJson(text);
   if (!status) {
-    std::cerr << "the answer from " << socketPath << ": " << status.error().message() << "\n";
+    complain("the answer from " + socketPath + ": " + status.error().message());
     return kExitFailure;
   }
   std::cout << formatStatus(*status);

@@ -65,7 +65,7 @@ class Replayer {
 
  private:
   bool fail(const std::string& why) {
-    err_ << "replay: line " << lines_.number() << ": " << why << "\n";
+    err_ << "reclaimd: replay: line " << lines_.number() << ": " << why << "\n";
     return false;
   }
   bool header();

@@ -3,7 +3,9 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <sstream>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -93,6 +95,35 @@ TEST(Cli, ParseErrorsNameTheProgramOnStderr) {
   EXPECT_EQ(version.rfind("reclaimd ", 0), 0u) << version;
   for (const char* answer : {"--help", "run --help", "--version"})
     EXPECT_EQ(streamOf(answer, true).second, "") << answer;
+}
+
+// A command that cannot do what it was asked names the program on every line it writes to stderr,
+// as a parse error does: a policy's list of errors too, not only its first line.
+TEST(Cli, CommandsThatFailNameTheProgramOnEveryLine) {
+  Fixture fx;
+  fx.write("bad.yaml", "trim:\n  percent: 500\nidle:\n  grace: 0s\n");
+  fx.write("good.yaml", "mode: gradual\n");
+  fx.write("good.d/10-grace.yml", "idle:\n  grace: 1m\n");
+  fx.write("recording", "hello world\n");
+  const std::string q = "'";
+  for (const auto& [args, code, message] : std::vector<std::tuple<std::string, int, std::string>>{
+           {"check-config " + q + fx.path("absent.yaml") + q, 66, "absent.yaml: No such file or directory"},
+           {"check-config " + q + fx.path("bad.yaml") + q, 78, "idle.grace"},
+           {"check-config " + q + fx.path("good.yaml") + q + " --explain 'a*'", 64, "it has wildcards"},
+           {"check-config " + q + fx.path("good.yaml") + q, 0, "warning: "},
+           {"probe --config " + q + fx.path("absent.yaml") + q, 66, "absent.yaml"},
+           {"status --socket " + q + fx.path("absent.sock") + q, 69, "the daemon is not running"},
+           {"replay " + q + fx.path("absent") + q, 66, "replay: cannot open"},
+           {"replay " + q + fx.path("recording") + q, 65, "replay: line 1: not a reclaimd recording"}}) {
+    auto [exit, err] = streamOf(args, true);
+    EXPECT_EQ(exit, code) << args << "\n" << err;
+    EXPECT_NE(err.find(message), std::string::npos) << args << "\n" << err;
+    std::istringstream in(err);
+    std::size_t lines = 0;
+    for (std::string line; std::getline(in, line); ++lines)
+      EXPECT_EQ(line.rfind("reclaimd: ", 0), 0u) << args << ": " << line;
+    EXPECT_GE(lines, args.find("bad.yaml") != std::string::npos ? 2u : 1u) << args << "\n" << err;
+  }
 }
 
 TEST(Cli, ProbePrintsCapabilitiesAndMode) {
