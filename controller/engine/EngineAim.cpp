@@ -117,7 +117,8 @@ bool Engine::refusedAim(std::uint32_t id, const QuietCgroup& q, std::uint64_t re
   const TargetState* t = target(id);
   if (!t || !t->trim.refused) return false;
   const TrimState::Aim& r = *t->trim.refused;
-  return r.is(q.path, q.inode) && reclaimable < r.reclaimable + policy_.reclaim.chunk;
+  // Less than a chunk more than when it refused, without the sum (a memory.stat near 2^64 wraps it).
+  return r.is(q.path, q.inode) && (reclaimable < r.reclaimable || reclaimable - r.reclaimable < policy_.reclaim.chunk);
 }
 
 bool Engine::unitAt(std::string_view path) const {
