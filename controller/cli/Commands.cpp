@@ -56,6 +56,14 @@ Result<policies::Policy> loadChecked(const std::string& path, int& code,
   return policies::parsePolicyFiles(*files);
 }
 
+// Why a policy could not be loaded, on stderr. Its content's errors start with the file and
+// position (Complain.h); a file that could not be opened, or a check that could not run, is the
+// program's complaint.
+void sayPolicyError(const Error& error) {
+  if (error.errnoValue() != 0) return complain(error.message());
+  std::cerr << error.message() << "\n";
+}
+
 // The policy in force: the file when given, else the built-in default.
 Result<policies::Policy> loadPolicy(const RunOptions& o, int& code,
                                     std::vector<policies::PolicyText>* texts = nullptr) {
@@ -144,7 +152,7 @@ int commandProbe(const RunOptions& o) {
   int failed = kExitConfig;
   auto policy = loadPolicy(o, failed);
   if (!policy) {
-    complain(policy.error().message());
+    sayPolicyError(policy.error());
     return failed;
   }
   if (!o.cgroupRoot.empty()) {
@@ -230,7 +238,7 @@ int commandCheckConfig(const std::string& file, const std::vector<std::string>& 
   int failed = kExitConfig;
   auto policy = loadChecked(file, failed);
   if (!policy) {
-    complain(policy.error().message());
+    sayPolicyError(policy.error());
     return failed;
   }
   if (!explainPaths.empty()) {

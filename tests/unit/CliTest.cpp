@@ -5,7 +5,6 @@
 
 #include <sstream>
 #include <string>
-#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -98,31 +97,44 @@ TEST(Cli, ParseErrorsNameTheProgramOnStderr) {
 }
 
 // A command that cannot do what it was asked names the program on every line it writes to stderr,
-// as a parse error does: a policy's list of errors too, not only its first line.
-TEST(Cli, CommandsThatFailNameTheProgramOnEveryLine) {
+// as a parse error does (a policy file it cannot open too); the errors in a policy file name the
+// file and position first, every line of them (FILE:LINE:COLUMN:, as a compiler's, the form
+// editors jump to).
+TEST(Cli, CommandsThatFailSayWhichProgramOrWhichFile) {
   Fixture fx;
   fx.write("bad.yaml", "trim:\n  percent: 500\nidle:\n  grace: 0s\n");
   fx.write("good.yaml", "mode: gradual\n");
   fx.write("good.d/10-grace.yml", "idle:\n  grace: 1m\n");
   fx.write("recording", "hello world\n");
   const std::string q = "'";
-  for (const auto& [args, code, message] : std::vector<std::tuple<std::string, int, std::string>>{
-           {"check-config " + q + fx.path("absent.yaml") + q, 66, "absent.yaml: No such file or directory"},
-           {"check-config " + q + fx.path("bad.yaml") + q, 78, "idle.grace"},
-           {"check-config " + q + fx.path("good.yaml") + q + " --explain 'a*'", 64, "it has wildcards"},
-           {"check-config " + q + fx.path("good.yaml") + q, 0, "warning: "},
-           {"probe --config " + q + fx.path("absent.yaml") + q, 66, "absent.yaml"},
-           {"status --socket " + q + fx.path("absent.sock") + q, 69, "the daemon is not running"},
-           {"replay " + q + fx.path("absent") + q, 66, "replay: cannot open"},
-           {"replay " + q + fx.path("recording") + q, 65, "replay: line 1: not a reclaimd recording"}}) {
-    auto [exit, err] = streamOf(args, true);
-    EXPECT_EQ(exit, code) << args << "\n" << err;
-    EXPECT_NE(err.find(message), std::string::npos) << args << "\n" << err;
+  const std::string program = "reclaimd: ";
+  struct Case {
+    std::string args;
+    int code;
+    std::string message;
+    std::string first;  // what every line starts with
+    std::size_t lines;  // at least
+  };
+  for (const Case& c : std::vector<Case>{
+           {"check-config " + q + fx.path("absent.yaml") + q, 66, "absent.yaml: No such file or directory", program, 1},
+           {"probe --config " + q + fx.path("absent.yaml") + q, 66, "absent.yaml: No such file or directory", program,
+            1},
+           {"check-config " + q + fx.path("bad.yaml") + q, 78, "idle.grace", fx.path("bad.yaml") + ":", 2},
+           {"probe --config " + q + fx.path("bad.yaml") + q, 78, "trim.percent", fx.path("bad.yaml") + ":", 2},
+           {"check-config " + q + fx.path("good.yaml") + q + " --explain 'a*'", 64, "it has wildcards", program, 1},
+           {"check-config " + q + fx.path("good.yaml") + q, 0, "warning: " + fx.path("good.d/10-grace.yml"), program,
+            1},
+           {"status --socket " + q + fx.path("absent.sock") + q, 69, "the daemon is not running", program, 1},
+           {"replay " + q + fx.path("absent") + q, 66, "replay: cannot open", program, 1},
+           {"replay " + q + fx.path("recording") + q, 65, "replay: line 1: not a reclaimd recording", program, 1}}) {
+    auto [exit, err] = streamOf(c.args, true);
+    EXPECT_EQ(exit, c.code) << c.args << "\n" << err;
+    EXPECT_NE(err.find(c.message), std::string::npos) << c.args << "\n" << err;
     std::istringstream in(err);
     std::size_t lines = 0;
     for (std::string line; std::getline(in, line); ++lines)
-      EXPECT_EQ(line.rfind("reclaimd: ", 0), 0u) << args << ": " << line;
-    EXPECT_GE(lines, args.find("bad.yaml") != std::string::npos ? 2u : 1u) << args << "\n" << err;
+      EXPECT_EQ(line.rfind(c.first, 0), 0u) << c.args << ": " << line;
+    EXPECT_GE(lines, c.lines) << c.args << "\n" << err;
   }
 }
 
