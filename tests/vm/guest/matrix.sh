@@ -13,16 +13,19 @@
 #      its hot set the work reads file2 and file3 (the hot set lies between older and newer
 #      cold cache);
 #   4. OBSERVE_MS after the work's end, sampled every second; then everything stops.
+#   With AGAIN_MS (over 0) the work runs twice, as an edit-and-rebuild loop does: a first time
+#   (work1_start, work1_end), then AGAIN_MS later the same work again, and the figures follow the
+#   second; what the first left (the kernel's learning, a hold's bottom) is still there.
 # Env: CONTROLLER (none | reclaimd | damon | damos), COLD (once | twice | mmap), HOT_FILE, HOT_MODE
 # (read | mmap), HOT_PERIOD_MS, BG_CGROUP (work.slice | bg.slice | system.slice/editor.service),
-# BURN_MS (20), WARM_MS, OBSERVE_MS, DAMON_MIN_AGE_US, DAMOS_INTERVAL_US, LRU_GEN (set: the
+# BURN_MS (20), WARM_MS, OBSERVE_MS, AGAIN_MS, DAMON_MIN_AGE_US, DAMOS_INTERVAL_US, LRU_GEN (set: the
 # @@LRUGEN lines), MGLRU (y | n: switch the kernel's multi-gen LRU on or off before anything runs;
 # unset: as the kernel booted; @@MGLRU says what it is then),
 # HOT_START (before | mid), HOT_MIB (the hot set's size: with mid, read once before the rest),
 # HOT_OWNER (a cgroup that reads the hot set once before the reader starts, so its pages are
 # charged there; empty: none).
 # Lines for the host:
-#   @@MARK hot_start | work_start | work_end | end   (lib.sh)
+#   @@MARK hot_start | [work1_start | work1_end] | work_start | work_end | end   (lib.sh)
 #   @@SAMPLE t_ms=.. file_kib=.. hot_read=.. psi_us=.. psi_wl_us=.. refault=.. nr_active_file=.. ...
 #     file_kib: Active(file)+Inactive(file); hot_read: bytes the hot reader read from disk
 #     (/proc/PID/io read_bytes, its reaped children included); psi_us: /proc/pressure/memory
@@ -299,6 +302,13 @@ if [ "${HOT_START:-before}" = mid ]; then
 else
 	hot_starts
 	sleep_sampling "${WARM_MS:-10000}"
+	if [ "${AGAIN_MS:-0}" -gt 0 ]; then
+		mark work1_start
+		work_reads /data/file0 /data/file1 /data/file2 /data/file3
+		mark work1_end
+		mem work1_end
+		sleep_sampling "$AGAIN_MS"
+	fi
 	mark work_start
 	work_reads /data/file0 /data/file1 /data/file2 /data/file3
 fi
