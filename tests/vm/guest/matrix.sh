@@ -303,6 +303,7 @@ else
 	hot_starts
 	sleep_sampling "${WARM_MS:-10000}"
 	if [ "${AGAIN_MS:-0}" -gt 0 ]; then
+		# matrix.py keeps two episodes to this branch: the hot reader has started before either.
 		mark work1_start
 		work_reads /data/file0 /data/file1 /data/file2 /data/file3
 		mark work1_end
