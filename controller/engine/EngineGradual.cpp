@@ -66,14 +66,16 @@ Reads Engine::gradualWork(const Input& input) {
   }
   k.trims =
       std::any_of(targets_.all.begin(), targets_.all.end(), [&](const TargetState& t) { return trimDue(t, now); });
-  const bool work = k.trims || std::any_of(targets_.all.begin(), targets_.all.end(),
-                                           [](const TargetState& t) { return t.active() || t.watched(); });
+  // A hold's refaults are read while it lasts: they raise the bottom it marks (TrimLaw::observe).
+  const bool work = k.trims || std::any_of(targets_.all.begin(), targets_.all.end(), [&](const TargetState& t) {
+                      return t.active() || t.watched() || t.trim.law.held(now);
+                    });
   if (!work) return {};
   // At the floors with nothing to watch, the cache is looked at again only every
   // kRecheckAtFloor: a quiet tick reads /proc/stat alone.
   if (!k.trims && targets_.restUntil && now < *targets_.restUntil &&
-      std::none_of(targets_.all.begin(), targets_.all.end(), [](const TargetState& t) {
-        return t.watched() || (t.scope && t.scope->backoff().active());
+      std::none_of(targets_.all.begin(), targets_.all.end(), [&](const TargetState& t) {
+        return t.watched() || t.trim.law.held(now) || (t.scope && t.scope->backoff().active());
       }))
     return {};
   targets_.restUntil.reset();

@@ -239,7 +239,7 @@ void Engine::judgeTargets(TimePoint now) {
 }
 
 bool Engine::measures(const TargetState& t, TimePoint now) const {
-  return !t.gone && (t.active() || t.watched() || trimDue(t, now));
+  return !t.gone && (t.active() || t.watched() || trimDue(t, now) || t.trim.law.held(now));
 }
 
 // The machine's refaults (/proc/vmstat) are read only when the root is measured: they keep its
@@ -272,6 +272,7 @@ void Engine::measureTargets(TimePoint now, const proc::Meminfo& mem, const Readi
       t.lastReclaimable = mem.reclaimable();
       measureAim(t, now, readings);
       if (pressure_.machineRefaults) {
+        t.trim.law.observe(now, w.refaults * caps_.pageBytes);
         said_.refaultWaitEnded = false;
         settleTrim(t, now);
         checkRefaults(t, now);
@@ -287,6 +288,7 @@ void Engine::measureTargets(TimePoint now, const proc::Meminfo& mem, const Readi
     }
     t.measured = *m;
     t.lastReclaimable = m->reclaimable;
+    t.trim.law.observe(now, m->refaults * caps_.pageBytes);
     measureAim(t, now, readings);
     settleTrim(t, now);
     checkRefaults(t, now);

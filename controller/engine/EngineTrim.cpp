@@ -69,6 +69,9 @@ const char* refaultedWhy(TrimLaw::StepAnswer answer) {
     case TrimLaw::StepAnswer::Trickle:
       return "under an eighth of what the last probes freed came back: they take cold cache and met the edge of the "
              "work's; the step and the clean stretch go on";
+    case TrimLaw::StepAnswer::NewWork:
+      return "heavy work ran and more came back than the probes took since they last had nothing to take: the work "
+             "ran again, reading its files back; its cache is judged afresh, from the smallest step";
     case TrimLaw::StepAnswer::Smallest:
       break;
   }
@@ -92,9 +95,12 @@ void Engine::judgeTrim(TargetState& t, TimePoint now) {
   }
   if (!t.trim.busySince) t.trim.busySince = now;
   t.trim.working = working(sys, threshold) || working(own, threshold);
+  const bool wasHeavy = t.trim.heavy.has_value();
   t.trim.heavy = heavy(sys, threshold);
   if (!t.trim.heavy) t.trim.heavy = heavy(own, threshold);
-  if (t.trim.heavy) t.trim.law.paused();
+  if (!t.trim.heavy) return;
+  t.trim.law.heavyWork(now);
+  if (!wasHeavy) emit(Severity::Debug, "trim_paused").add("cgroup", t.label()).add("busy_pct", *t.trim.heavy, 1);
 }
 
 bool Engine::trimDue(const TargetState& t, TimePoint now) const {
@@ -311,6 +317,10 @@ std::string Engine::trimmingWhy(const TargetState& t, std::uint64_t keep, std::u
     case TrimLaw::StepAnswer::Trickle:
       return "the last refault brought back under an eighth of what the probes freed: they take cold cache; the step "
              "doubles once half a grace passes without more" +
+             so;
+    case TrimLaw::StepAnswer::NewWork:
+      return "the work ran again: its cache is judged afresh, with small probes until half a grace passes without "
+             "refaults" +
              so;
     case TrimLaw::StepAnswer::Smallest: break;
   }

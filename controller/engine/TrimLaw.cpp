@@ -35,6 +35,7 @@ void TrimLaw::start(TimePoint now, std::uint64_t above, const TrimLawSettings& s
   if (holds_ == 0) startAbove_ = above;
   cleanSince_ = now;
   probing_ = above > 0;
+  if (above == 0) freedSinceNothing_ = 0;
   aimed_ = false;
 }
 
@@ -61,6 +62,7 @@ void TrimLaw::probed(TimePoint now, std::uint64_t above, const TrimLawSettings& 
   // above, the step starts again too: what lies above later is cache it was not grown on.
   if (above == 0 || !probing_) cleanSince_ = now;
   if (above == 0) step_ = firstStep(above, s);
+  if (above == 0) freedSinceNothing_ = 0;
   probing_ = above > 0;
   if (now - cleanSince_ >= cleanStretch(s)) {
     holds_ = 0;
@@ -76,6 +78,7 @@ void TrimLaw::probed(TimePoint now, std::uint64_t above, const TrimLawSettings& 
 void TrimLaw::freed(std::uint64_t bytes) {
   freedSince_ = freedSince_ > UINT64_MAX - bytes ? UINT64_MAX : freedSince_ + bytes;
   roundFreed_ = roundFreed_ > UINT64_MAX - bytes ? UINT64_MAX : roundFreed_ + bytes;
+  freedSinceNothing_ = freedSinceNothing_ > UINT64_MAX - bytes ? UINT64_MAX : freedSinceNothing_ + bytes;
 }
 
 void TrimLaw::rebase(std::uint64_t refaultedBytes) {
@@ -107,9 +110,31 @@ bool TrimLaw::trickle(const Round& round, const TrimLawSettings& s) const {
 
 std::uint64_t TrimLaw::bottom(TimePoint now, std::uint64_t refaulted) const {
   if (now >= bottomUntil_) return 0;
+  // Past the hold, or from heavy work within it, what comes back is no part of it: the work run
+  // again reads back what the probes took (TrimLaw.h, rule 5).
+  if (!held(now) || bottomClosed_) refaulted = std::min(refaulted, refaultedAtHoldEnd_);
   // A counter that went back (a new cgroup under the old name) says nothing of what came back.
   const std::uint64_t back = refaulted >= refaultedAtHold_ ? refaulted - refaultedAtHold_ : 0;
   return heldLevel_ > UINT64_MAX - back ? UINT64_MAX : heldLevel_ + back;
+}
+
+void TrimLaw::heavyWork(TimePoint now) {
+  paused();
+  heavySinceJudged_ = true;
+  if (held(now)) bottomClosed_ = true;
+}
+
+void TrimLaw::newWork() {
+  bottomClosed_ = true;
+  refaultedAt_.reset();
+  lastBack_.reset();
+  freedSince_ = 0;
+  roundFreed_ = 0;
+  startAbove_ = 0;
+  grewInRow_ = false;
+  drained_ = false;
+  holds_ = 0;
+  freedSinceNothing_ = 0;
 }
 
 TrimLaw::Round TrimLaw::roundOf(ReadBack total) const {
@@ -141,6 +166,14 @@ void TrimLaw::answer(const Round& round, const TrimLawSettings& s) {
   lastRound_ = round;
 }
 
+// A read that brings back what a probe took can be heavy for a moment, but brings back no more
+// than the probes took since they last had nothing to take (and four smallest steps for what came
+// late of the round before): what they took before that the work had not read for as long.
+bool TrimLaw::ranAgain(const Round& ended, const TrimLawSettings& s) const {
+  const std::uint64_t took = std::min(ended.freed, freedSinceNothing_);
+  return heavySinceJudged_ && ended.came > took && ended.came - took > smallest(s, 4);
+}
+
 std::optional<std::chrono::nanoseconds> TrimLaw::refaulted(TimePoint now, std::uint64_t reclaimable, ReadBack total,
                                                            const TrimLawSettings& s) {
   const std::uint64_t refaultedBytes = total.refaulted;
@@ -153,10 +186,15 @@ std::optional<std::chrono::nanoseconds> TrimLaw::refaulted(TimePoint now, std::u
     cleanSince_ = now;
     return std::nullopt;
   }
-  const Round round = roundOf(total);
+  const Round ended = roundOf(total);
+  const bool rerun = ranAgain(ended, s);
+  heavySinceJudged_ = false;
+  if (rerun) newWork();
+  const Round round = rerun ? Round{} : ended;
   const bool passedCold = (drained_ && round.came > 0) || ranThroughCold(round, s);
   if (round.came > 0) drained_ = false;
   answer(round, s);
+  if (rerun) lastAnswer_ = StepAnswer::NewWork;
   if (lastAnswer_ != StepAnswer::Trickle) cleanSince_ = now;
   lastBack_ = total;
   roundFreed_ = 0;
@@ -180,6 +218,8 @@ std::optional<std::chrono::nanoseconds> TrimLaw::refaulted(TimePoint now, std::u
   heldUntil_ = now + hold;
   heldLevel_ = reclaimable;
   refaultedAtHold_ = refaultedBytes;
+  refaultedAtHoldEnd_ = refaultedBytes;
+  bottomClosed_ = false;
   // The first hold of a row with more than half of what lay above the floor when probing began
   // still there may be a first contact, not the bottom: it holds, but marks none (7.2, a hot set
   // read once a minute and given up first: held at 460 MiB of 500, and the half-hour bottom kept

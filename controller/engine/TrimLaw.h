@@ -39,11 +39,17 @@
 //    under an eighth back; not once rounds grew) or the first round back after aimed probes took
 //    their cgroup to its floor (aimDrained()): what the probes met there is the work's.
 // 4. Bottoms. A hold marks its level for kMaxHold: probes take only what lies above it and what
-//    came back from disk since, so a hot set the kernel gives up before the rest of the floor's
-//    cache (7.2) is not taken and read back at every hold's end. Past kMaxHold the bottom is tested
-//    again. Except the first hold of a row high up (over half of the most that lay above the floor
-//    since probing began still there): it may be a first contact, and a bottom there would keep the
-//    cold cache below it for half an hour.
+//    came back from disk while it held, so a hot set the kernel gives up before the rest of the
+//    floor's cache (7.2) is not taken and read back at every hold's end. Past kMaxHold the bottom
+//    is tested again. Except the first hold of a row high up (over half of the most that lay above
+//    the floor since probing began still there): it may be a first contact, and a bottom there
+//    would keep the cold cache below it for half an hour.
+// 5. The work run again (an edit and a rebuild) reads back from disk the files the probes took:
+//    refaults that are no hot set. From heavy work within a hold on, nothing raises its bottom;
+//    and a round judged after heavy work with more back than the probes took since they last had
+//    nothing above to take is the work's reads, not the probes': the row ends and judging starts
+//    afresh, as for the first run (newWork()). Heavy work alone is no sign: the read that brings
+//    a round back can be heavy for a moment, but brings back no more than the probes took.
 //
 // Pure: fed with the time and the target's figures.
 #pragma once
@@ -111,13 +117,16 @@ class TrimLaw {
   void aimed() { aimed_ = true; }
   // A probe freed `bytes`.
   void freed(std::uint64_t bytes);
+  // Heavy work runs (every turn it does): no probe is due (paused()), and the next round judged
+  // may be its reads (rule 5). Within a hold, what comes back from then on raises no bottom.
+  void heavyWork(TimePoint now);
   // Refaults jumped after a probe, the target at `reclaimable` with `total` read back in all (its
   // cumulative counters). Returns the hold, if one starts.
   std::optional<std::chrono::nanoseconds> refaulted(TimePoint now, std::uint64_t reclaimable, ReadBack total,
                                                     const TrimLawSettings& s);
 
   // What the last refault did to the step, and the round of probes it ended.
-  enum class StepAnswer { Smallest, Grown, Kept, Trickle };
+  enum class StepAnswer { Smallest, Grown, Kept, Trickle, NewWork };
   struct Round {
     std::uint64_t came = 0;       // bytes read back since the refault before
     std::uint64_t activated = 0;  // of those, activated
@@ -127,8 +136,16 @@ class TrimLaw {
   const Round& lastRound() const { return lastRound_; }
 
   bool held(TimePoint now) const { return now < heldUntil_; }
-  // The level the last hold showed the work's cache at, raised by what came back from disk since
-  // (`refaulted`: the target's cumulative counter, bytes), while probes stay above it (0 after).
+  // The target's cumulative refaulted bytes at `now`, read every turn while a hold lasts: what
+  // comes back from disk by the hold's end raises its bottom, what comes later does not (the work
+  // run again reads back what the probes took after the hold: 259 MiB on 7.2, which kept the whole
+  // second run's cache for the bottom's half hour).
+  void observe(TimePoint now, std::uint64_t refaulted) {
+    if (held(now) && !bottomClosed_) refaultedAtHoldEnd_ = refaulted;
+  }
+  // The level the last hold showed the work's cache at, raised by what came back from disk while
+  // it held (`refaulted`: the target's cumulative counter, bytes), while probes stay above it (0
+  // after).
   std::uint64_t bottom(TimePoint now, std::uint64_t refaulted) const;
   TimePoint bottomUntil() const { return bottomUntil_; }
   TimePoint heldUntil() const { return heldUntil_; }
@@ -145,6 +162,14 @@ class TrimLaw {
   // The step after a refault that ended `round`.
   void answer(const Round& round, const TrimLawSettings& s);
   bool ranThroughCold(const Round& round, const TrimLawSettings& s) const;
+  // The round that ended is the work run again (rule 5): heavy work since the last judgement, and
+  // more back than the probes took since they last had nothing to take.
+  bool ranAgain(const Round& ended, const TrimLawSettings& s) const;
+  // The work ran again: the row of holds ends and judging starts afresh, as for the first run (the
+  // next refault sets the counter to judge by, a first hold high up marks no bottom); the bottom
+  // stays, raised by nothing the new work reads. Judged within the old row, the second run's first
+  // contact on 7.2 was held after four smallest steps and marked a bottom over its cache.
+  void newWork();
   bool trickle(const Round& round, const TrimLawSettings& s) const;
   // What the probes must have freed since judging started before refaults may hold them.
   std::uint64_t evidence(const TrimLawSettings& s) const;
@@ -157,6 +182,7 @@ class TrimLaw {
   std::uint64_t freedSince_ = 0;              // by probes since then
   std::optional<ReadBack> lastBack_;          // the counters at the last refault
   std::uint64_t roundFreed_ = 0;              // by probes since then
+  std::uint64_t freedSinceNothing_ = 0;       // by probes since one had nothing above to take
   std::uint64_t roundAbove_ = 0;              // over the floor when this round began
   std::uint64_t startAbove_ = 0;              // the most over the floor since probing began
   bool grewInRow_ = false;                    // a refault grew the step to its round since the row began
@@ -167,7 +193,10 @@ class TrimLaw {
   unsigned holds_ = 0;  // in a row, without a clean stretch between them
   TimePoint heldUntil_{};
   std::uint64_t heldLevel_ = 0;
-  std::uint64_t refaultedAtHold_ = 0;  // the counter when the last hold began
+  std::uint64_t refaultedAtHold_ = 0;     // the counter when the last hold began
+  std::uint64_t refaultedAtHoldEnd_ = 0;  // and as last observed while it lasted
+  bool bottomClosed_ = false;             // heavy work since the last hold began: nothing raises it
+  bool heavySinceJudged_ = false;         // heavy work since the last round was judged
   TimePoint bottomUntil_{};
 };
 

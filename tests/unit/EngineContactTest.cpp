@@ -63,6 +63,55 @@ class EngineContactTest : public EngineHarness {
     start();
     return runUntil([&] { return status().trimHolds > 0; }, 20min);
   }
+  // The work runs again `after` the hold began, on 600 MiB with a 300 MiB hot set: it reads back
+  // the 250 MiB of files the probes took, counted as refaults. Whether the probes took the new
+  // run's cache back to the bottom within 10 minutes, with nothing of the hot set read back.
+  bool trimmedAfterTheWorkRanAgain(std::chrono::seconds after) {
+    if (!heldOnHotSet(300 * kMiB)) return false;
+    run(after);
+    SimCgroup& work = sim_.cgroup("work");
+    sim_.setMachineBusy(0.5);
+    run(1min);
+    work.file += 250 * kMiB;  // read back from disk: refaults
+    work.refaults += 250 * kMiB / 4096;
+    sim_.setMachineBusy(0.04);
+    const std::uint64_t refaults = work.refaults;
+    const bool trimmed = runUntil([&] { return work.file <= 310 * kMiB; }, 10min);
+    EXPECT_EQ(work.refaults, refaults) << "MiB read back: " << (work.refaults - refaults) * 4096 / kMiB;
+    return trimmed;
+  }
+  // The work runs again, `readsAfter` its start, on a machine whose probes took its first run's
+  // cache to the floor without more than a first refault, and just after a probe. Whether the new
+  // cache went back to the floor within 10 minutes, with no hold on the way.
+  bool trimmedAfterTheWorkRanAgainJustAfterAProbe(std::chrono::seconds readsAfter) {
+    sim_.addCgroup("work", 600 * kMiB);
+    sim_.setMachineBusy(0.04);
+    start();
+    SimCgroup& work = sim_.cgroup("work");
+    if (!runUntil([&] { return !sim_.writes().empty(); }, 5min)) return false;
+    work.refaults += 5 * kMiB / 4096;  // the first run's last reads: the counter to judge by
+    if (!runUntil([&] { return sim_.subtreeFile("") <= 138 * kMiB; }, 20min)) return false;
+    run(5min);  // at the floor
+    EXPECT_EQ(named("trim_refaulted").size(), 1u);
+    work.file += 30 * kMiB;  // the work's first reads
+    const std::size_t writes = sim_.writes().size();
+    if (!runUntil([&] { return sim_.writes().size() > writes; }, 1min)) return false;
+    sim_.setMachineBusy(1);
+    run(readsAfter);
+    for (int i = 0; i < 80; ++i) {  // the rest, read back from disk as it runs
+      work.file += 5 * kMiB;
+      work.refaults += 5 * kMiB / 4096;
+      run(250ms);
+    }
+    run(1min);
+    sim_.setMachineBusy(0.04);
+    const bool trimmed = runUntil([&] { return sim_.subtreeFile("") <= 138 * kMiB; }, 10min);
+    EXPECT_TRUE(named("trim_held").empty());
+    const auto refaulted = named("trim_refaulted");
+    const std::string why = refaulted.empty() ? "" : *refaulted.back().field("reason");
+    EXPECT_NE(why.find("the work ran again"), std::string::npos) << why;
+    return trimmed;
+  }
 };
 
 // What every probe frees comes back: what is left is the work's. Probing holds for a grace,
@@ -114,6 +163,31 @@ TEST_F(EngineContactTest, WhatComesBackAfterAHoldIsPartOfTheBottom) {
   EXPECT_EQ(status().trimHolds, 1u);
   const std::string why = status().targets.at(0).trimWhy;
   EXPECT_NE(why.find("probes take only what lies above 36"), std::string::npos) << why;
+}
+
+// The work runs again (an edit, a rebuild) `after` the hold began: it reads back the 250 MiB of
+// files the probes took, and the kernel counts those as refaults. They are no part of the bottom
+// (what came back before the work): the probes take the new run's cache down to it again, without
+// the hot set below. Whether the cache was back there within 10 minutes.
+TEST_F(EngineContactTest, TheWorkRunAgainAfterAHoldIsTrimmedToTheBottom) {
+  EXPECT_TRUE(trimmedAfterTheWorkRanAgain(10min)) << "after the hold";
+}
+
+TEST_F(EngineContactTest, TheWorkRunAgainWithinAHoldIsTrimmedToTheBottom) {
+  EXPECT_TRUE(trimmedAfterTheWorkRanAgain(30s)) << "within the hold";
+}
+
+// The work runs again on a machine the probes took to its floor, and a probe goes out as it
+// starts (its first interval is not yet heavy work): the 400 MiB of files it reads back over 20 s
+// jump the refaults after that probe. They are the work's reads, not the probe's round: no hold,
+// and the new cache goes as the first did. Whether the heavy work is seen before the jump or
+// while its refaults come in.
+TEST_F(EngineContactTest, TheWorkRunAgainJustAfterAProbeIsNoHold) {
+  EXPECT_TRUE(trimmedAfterTheWorkRanAgainJustAfterAProbe(0s)) << "heavy work seen as its refaults come in";
+}
+
+TEST_F(EngineContactTest, TheWorkRunAgainJustAfterAProbeIsNoHoldWhereItsReadsComeLater) {
+  EXPECT_TRUE(trimmedAfterTheWorkRanAgainJustAfterAProbe(8s)) << "heavy work seen before the jump";
 }
 
 // A hot set behind the cold cache in the kernel's order (6.12, the cold cache read through a

@@ -120,6 +120,78 @@ TEST(TrimLaw, WhatComesBackAfterAHoldRaisesTheBottom) {
   EXPECT_EQ(law.heldLevel(), 131 * kMiB) << "the level the hold held at stays what it was";
 }
 
+// Only what comes back while the hold lasts: later refaults are new reads of old files (the work
+// run again reads back the cache the probes took), and a bottom raised by them would keep the new
+// run's cache for the rest of the half hour.
+TEST(TrimLaw, WhatComesBackAfterTheHoldEndedLeavesTheBottom) {
+  TrimLaw law;
+  TimePoint t{};
+  ASSERT_TRUE(heldAt(law, t, 131 * kMiB));
+  law.observe(t + 1min, (76 + 97) * kMiB);  // the hot set's next read, within the hold
+  const TimePoint after = law.heldUntil() + 10min;
+  law.observe(after, (76 + 97 + 259) * kMiB);  // not held: nothing changes
+  EXPECT_EQ(law.bottom(after, (76 + 97 + 259) * kMiB), 228 * kMiB) << "the second run's 259 MiB are above it";
+  EXPECT_EQ(law.bottom(t + 1min, (76 + 97) * kMiB), 228 * kMiB) << "within the hold, as it comes";
+  EXPECT_EQ(law.bottom(after, 10 * kMiB), 131 * kMiB) << "a counter that went back says nothing";
+}
+
+// The work run again within the hold (an edit and a rebuild): it reads back the files the probes
+// took, and the kernel counts them as refaults. From the heavy work on they raise the bottom no
+// more; the round that ends with them is no round of the probes', and judging starts afresh: the
+// new run's first contact high up is no bottom.
+TEST(TrimLaw, WorkRunAgainStartsARowOfItsOwn) {
+  TrimLaw law;
+  TimePoint t{};
+  ASSERT_TRUE(heldAt(law, t, 131 * kMiB));
+  law.observe(t += 10s, 90 * kMiB);  // the hot set's next read, within the hold
+  law.heavyWork(t += 1s);
+  law.observe(t += 5s, (90 + 259) * kMiB);  // the second run's reads
+  EXPECT_EQ(law.bottom(t, (90 + 259) * kMiB), 145 * kMiB) << "only what came back before the work";
+  t = law.heldUntil();
+  // As on 7.2: the probes after the second run meet the hot set first, a fifth of a round back, then
+  // every byte of four smallest probes.
+  law.start(t, 0, kDefault);  // at the bottom
+  law.probed(t += 1s, 373 * kMiB, kDefault);
+  law.freed(17 * kMiB);
+  EXPECT_FALSE(law.refaulted(t += 5s, 484 * kMiB, notActivated(352 * kMiB), kDefault));
+  EXPECT_EQ(law.lastAnswer(), TrimLaw::StepAnswer::NewWork) << "259 MiB back of 17 taken";
+  EXPECT_EQ(law.holds(), 0u);
+  law.freed(4 * kMiB);
+  EXPECT_FALSE(law.refaulted(t += 5s, 484 * kMiB, notActivated(356 * kMiB), kDefault));
+  for (int i = 0; i < 3; ++i) {
+    law.freed(4 * kMiB);
+    EXPECT_FALSE(law.refaulted(t += 5s, 484 * kMiB, notActivated((360 + 4 * i) * kMiB), kDefault))
+        << "judged as a first hold: a quarter of what lies above must be freed first";
+  }
+  EXPECT_FALSE(law.held(t));
+  EXPECT_EQ(law.bottom(t, 372 * kMiB), 145 * kMiB);
+}
+
+// Heavy work since the last round was judged. More back than the probes took since they last had
+// nothing to take (and four smallest steps for the round before's late refaults) is the work run
+// again, reading back the files the probes took before: no round of the probes', and judging
+// starts afresh. As much as they took is a read that brought it back, heavy for a moment, and
+// judged as any; and without heavy work, refaults are judged as any.
+TEST(TrimLaw, MoreBackThanTheProbesTookWhileHeavyWorkRanIsTheWorkRunAgain) {
+  for (const bool heavy : {false, true}) {
+    for (const std::uint64_t came : {12 * kMiB, 380 * kMiB}) {
+      TrimLaw law;
+      TimePoint t{};
+      law.start(t, 400 * kMiB, kDefault);
+      law.refaulted(t += 1s, 528 * kMiB, notActivated(0), kDefault);
+      law.freed(380 * kMiB);  // the first run's cache, to the floor without a refault
+      law.probed(t += 1min, 0, kDefault);  // at the floor
+      law.probed(t += 9min, 30 * kMiB, kDefault);
+      law.freed(4 * kMiB);  // as the second run starts
+      if (heavy) law.heavyWork(t += 1s);
+      const bool held = law.refaulted(t += 5s, 528 * kMiB, notActivated(came), kDefault).has_value();
+      const bool rerun = heavy && came > 12 * kMiB;
+      EXPECT_EQ(held, !rerun) << heavy << " " << came / kMiB;
+      EXPECT_EQ(law.lastAnswer() == TrimLaw::StepAnswer::NewWork, rerun) << heavy << " " << came / kMiB;
+    }
+  }
+}
+
 TEST(TrimLaw, ACleanStretchEndsTheEscalation) {
   TrimLaw law;
   TimePoint t{};
