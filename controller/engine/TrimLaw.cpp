@@ -61,8 +61,10 @@ void TrimLaw::probed(TimePoint now, std::uint64_t above, const TrimLawSettings& 
   // nor does a pause, and the first probe after either starts the stretch again. With nothing
   // above, the step starts again too: what lies above later is cache it was not grown on.
   if (above == 0 || !probing_) cleanSince_ = now;
-  if (above == 0) step_ = firstStep(above, s);
-  if (above == 0) freedSinceNothing_ = 0;
+  if (above == 0) {
+    step_ = firstStep(above, s);
+    freedSinceNothing_ = 0;
+  }
   probing_ = above > 0;
   if (now - cleanSince_ >= cleanStretch(s)) {
     holds_ = 0;
