@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "base/Checked.h"
+
 namespace reclaimd::controller {
 
 namespace {
@@ -78,9 +80,9 @@ void TrimLaw::probed(TimePoint now, std::uint64_t above, const TrimLawSettings& 
 }
 
 void TrimLaw::freed(std::uint64_t bytes) {
-  freedSince_ = freedSince_ > UINT64_MAX - bytes ? UINT64_MAX : freedSince_ + bytes;
-  roundFreed_ = roundFreed_ > UINT64_MAX - bytes ? UINT64_MAX : roundFreed_ + bytes;
-  freedSinceNothing_ = freedSinceNothing_ > UINT64_MAX - bytes ? UINT64_MAX : freedSinceNothing_ + bytes;
+  freedSince_ = saturatingAdd(freedSince_, bytes);
+  roundFreed_ = saturatingAdd(roundFreed_, bytes);
+  freedSinceNothing_ = saturatingAdd(freedSinceNothing_, bytes);
 }
 
 void TrimLaw::rebase(std::uint64_t refaultedBytes) {
@@ -117,7 +119,7 @@ std::uint64_t TrimLaw::bottom(TimePoint now, std::uint64_t refaulted) const {
   if (!held(now) || bottomClosed_) refaulted = std::min(refaulted, refaultedAtHoldEnd_);
   // A counter that went back (a new cgroup under the old name) says nothing of what came back.
   const std::uint64_t back = refaulted >= refaultedAtHold_ ? refaulted - refaultedAtHold_ : 0;
-  return heldLevel_ > UINT64_MAX - back ? UINT64_MAX : heldLevel_ + back;
+  return saturatingAdd(heldLevel_, back);
 }
 
 void TrimLaw::heavyWork(TimePoint now) {
@@ -127,7 +129,6 @@ void TrimLaw::heavyWork(TimePoint now) {
 }
 
 void TrimLaw::newWork() {
-  bottomClosed_ = true;
   refaultedAt_.reset();
   lastBack_.reset();
   freedSince_ = 0;
