@@ -37,6 +37,12 @@ struct KernelAccess {
   DamonModule damonStat;
 };
 
+// The multi-gen LRU is built in but switched off (Debian 12's 6.1 boots so): `echo y` to
+// lru_gen/enabled would switch it on.
+inline bool multiGenBuiltOff(const KernelAccess& a) {
+  return !a.lruGenEnabled.empty() && a.lruProblem.empty() && !a.multiGen;
+}
+
 // Reads the access information under the sysfs root `sysRoot` ("/sys"). Never fails: what is
 // absent is reported absent, what is unreadable says why.
 KernelAccess probeAccess(const std::string& sysRoot);

@@ -1,5 +1,7 @@
 #include "policies/Policy.h"
 
+#include <algorithm>
+
 namespace reclaimd::policies {
 
 const char* toString(Mode mode) {
@@ -40,6 +42,11 @@ Mode Policy::reclaimMode() const {
     if (r.mode == Mode::Gradual) return Mode::Gradual;
   }
   return Mode::Disabled;
+}
+
+bool Policy::trims() const {
+  if (mode == Mode::Gradual && trim.enabled) return true;
+  return std::any_of(rules.begin(), rules.end(), [](const Rule& r) { return r.mode == Mode::Gradual && r.trim; });
 }
 
 Governance Policy::governance(int rule, bool atRoot) const {

@@ -169,6 +169,9 @@ struct Policy {
   // The mode that needs the most of the kernel: dropcache as set; gradual when the machine or
   // any rule is gradual; else disabled.
   Mode reclaimMode() const;
+  // A busy part of the machine may be trimmed: gradual with trim.enabled, machine-wide or in a
+  // gradual rule.
+  bool trims() const;
 
   // Settings of rule `rule` (-1: machine-wide). The machine-wide floor applies at the root;
   // below it, the default is reclaim.cgroupFloor.

@@ -55,6 +55,9 @@ void addPaths(CLI::App* cmd, RunOptions& o) {
                   "the cgroup2 root (default: found in /proc/self/mountinfo; given: must be a cgroup2 root)")
       ->type_name("DIR")
       ->check(nonEmpty);
+  cmd->add_option("--sys-root", o.sysRoot, "where sysfs is mounted (tests point this at a fixture)")
+      ->type_name("DIR")
+      ->capture_default_str();
   cmd->add_option("-c,--config", o.config, "YAML policy file (default: the built-in policy)")->type_name("FILE");
 }
 
@@ -89,13 +92,10 @@ std::pair<CLI::App*, CLI::App*> addRecordAndReplay(CLI::App& app, RunOptions& re
   return {recordCmd, replayCmd};
 }
 
-// `probe [paths] [--sys-root DIR] [--json]`.
+// `probe [paths] [--json]`.
 CLI::App* addProbe(CLI::App& app, RunOptions& probe) {
   auto* cmd = app.add_subcommand("probe", "print what this kernel supports and the mode that would run");
   addPaths(cmd, probe);
-  cmd->add_option("--sys-root", probe.sysRoot, "where sysfs is mounted (tests point this at a fixture)")
-      ->type_name("DIR")
-      ->capture_default_str();
   cmd->add_flag("--json", probe.json, "print the probe as JSON");
   return cmd;
 }

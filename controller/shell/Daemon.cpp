@@ -17,6 +17,7 @@
 #include "base/Quantities.h"
 #include "cgroup/Mountinfo.h"
 #include "controller/ExitCodes.h"
+#include "controller/KernelAccess.h"
 #include "controller/Probe.h"
 #include "controller/operate/ProcessStats.h"
 #include "controller/shell/Turn.h"
@@ -175,6 +176,22 @@ void Daemon::applyProbe(const char* why) {
   betweenTurns(engine_, *sensors_, *actuator_, clock_, recorder_.get());  // the scopes to watch
 }
 
+// On the classic LRU, trimming a busy machine stalls its work for some milliseconds once per
+// hot set: that LRU gives up files read before the cache first, and no probe size or pacing
+// measured avoids it (docs/design.md, Trimming); the multi-gen LRU does not. Where the kernel
+// has it built in but off (Debian 12's 6.1), the start says so once, with the switch, as
+// systemd-oomd says so of a machine without swap. The choice stays the administrator's.
+void Daemon::adviseLru() {
+  if (engine_.mode().mode != policies::Mode::Gradual || !engine_.policy().trims()) return;
+  const KernelAccess access = probeAccess(options_.paths.sysRoot);
+  if (!multiGenBuiltOff(access)) return;
+  emit(Event(Severity::Info, "lru_classic")
+           .add("lru_gen_enabled", access.lruGenEnabled)
+           .add("advice",
+                "trimming a busy machine stalls its work for some milliseconds once per hot set on the classic "
+                "LRU; the multi-gen LRU, built in but off, does not: echo y > /sys/kernel/mm/lru_gen/enabled"));
+}
+
 int Daemon::run() {
   if (auto opened = endpoints_.open(options_.endpoints); !opened) {
     emit(Event(Severity::Error, "setup_failed").add("error", opened.error().message()));
@@ -202,6 +219,7 @@ int Daemon::run() {
            .add("floor_mib", formatMiB(p.reclaim.floor))
            .add("compact", p.reclaim.compact && engine_.capabilities().compactMemory)
            .add("rules", p.rules.size()));
+  adviseLru();
   started_ = clock_.now();
   turn();  // the first sample is the baseline; take it now rather than a period late
   notifier_.ready(statusLine());

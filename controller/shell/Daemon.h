@@ -60,6 +60,7 @@ class Daemon {
   Result<void> setUp();
   Result<void> listen();
   void applyProbe(const char* why);
+  void adviseLru();
   Capabilities probeWithRoot();
   void onSignal();
   void onTimer();

@@ -40,7 +40,7 @@ _reclaimd() {
 
 	case $prev in
 	-c | --config) _filedir '@(yaml|yml)'; return ;;
-	--proc-root | --cgroup-root) _filedir -d; return ;;
+	--proc-root | --cgroup-root | --sys-root) _filedir -d; return ;;
 	--status-socket | --socket | --metrics-file) _filedir; return ;;
 	--log-level) _reclaimd_words 'trace debug info warn error off'; return ;;
 	--record-limit) return ;; # a size: nothing to offer
@@ -57,7 +57,7 @@ _reclaimd() {
 	local i command='' cgroup_root='' file='' explain=''
 	for ((i = 1; i < cword; i++)); do
 		case ${words[i]} in
-		-c | --config | --proc-root | --log-level | --status-socket | --socket | --metrics-file | --metrics-listen | \
+		-c | --config | --proc-root | --sys-root | --log-level | --status-socket | --socket | --metrics-file | --metrics-listen | \
 			--record-limit)
 			((i++)) ;;
 		--cgroup-root) cgroup_root=${words[i + 1]}; ((i++)) ;;
@@ -75,7 +75,7 @@ _reclaimd() {
 		esac
 	done
 
-	local common='--config --proc-root --cgroup-root --log-level --help'
+	local common='--config --proc-root --cgroup-root --sys-root --log-level --help'
 	local run_flags='--dry-run --status-socket --metrics-file --metrics-listen'
 	if [[ $cur == -* ]]; then
 		case $command in

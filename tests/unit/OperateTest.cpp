@@ -184,7 +184,7 @@ TEST(Cli, PerSubcommandOptions) {
                                                {"status", "--proc-root", "/proc"},
                                                {"run", "--socket", "/x"},
                                                {"run", "--json"},
-                                               {"run", "--sys-root", "/sys"}}) {
+                                               {"status", "--sys-root", "/sys"}}) {
     std::vector<std::string> argv = {RECLAIMD_BINARY};
     argv.insert(argv.end(), args.begin(), args.end());
     auto [code, out] = runCommand(argv);
@@ -192,7 +192,7 @@ TEST(Cli, PerSubcommandOptions) {
   }
   auto [runCode, runHelp] = runCommand({RECLAIMD_BINARY, "run", "--help"});
   EXPECT_EQ(runCode, 0);
-  for (const char* option : {"--metrics-file", "--status-socket", "--dry-run", "--cgroup-root"})
+  for (const char* option : {"--metrics-file", "--status-socket", "--dry-run", "--cgroup-root", "--sys-root"})
     EXPECT_NE(runHelp.find(option), std::string::npos) << option << "\n" << runHelp;
   auto [statusCode, statusHelp] = runCommand({RECLAIMD_BINARY, "status", "--help"});
   EXPECT_EQ(statusCode, 0);

@@ -24,7 +24,8 @@ Asserted, over the 10 minutes after the work's end:
     cold cache, lies at the active list's tail, and the first probes deactivate and evict a few
     MiB of it before its next read puts it back ahead of the cold cache (docs/benchmarks.md, the
     never-idle matrix on classic LRU): 13-29 MiB and 8-61 ms of stall in the boots measured,
-    which no probe size measured so far avoids.
+    which no probe size measured so far avoids. The daemon's start says so once there
+    (event=lru_classic, with the switch), and on no kernel whose multi-gen LRU is on.
 With --mglru on (6.1, whose multi-gen LRU Debian builds in but leaves off) the guest switches it on
 before anything runs, and the MGLRU kernels' bounds are asserted: then the hot set read before the
 cache is not given up first, and the first contact's stall is gone (docs/benchmarks.md).
@@ -90,6 +91,10 @@ def check(c, boot, row, hot_mib, cell, mglru=None):
         on = multi_gen(boot)
         c.check(on == (mglru == "on"), f"{tag}: the guest's multi-gen LRU is {mglru} (@@MGLRU: {on})")
         classic = mglru == "off"
+    # Debian's 6.1 builds the multi-gen LRU in but boots with it off: the start says so once.
+    advised = len(boot.events("lru_classic"))
+    c.check(advised == (1 if classic else 0), f"{tag}: the start names the multi-gen LRU's switch "
+            f"{'once' if classic else 'never'} (lru_classic: {advised})")
     if not c.check("cache_end_mib" in row, f"{tag}: figures complete ({row['outcome']})"):
         return
     c.check(row.get("cache_work_end_mib", 0) >= 400,
