@@ -54,13 +54,17 @@ BG = {"same": "work.slice", "apart": "bg.slice", "unit": "system.slice/editor.se
 # Full-scale seconds, multiplied by --scale: the daemon's idle grace, idle interval, trimming
 # interval and refault window, the seed's fixed ticks and DAMON_RECLAIM's min_age (all their defaults).
 GRACE, TRIM_INTERVAL, REFAULT_WINDOW, SEED_TICK, DAMON_MIN_AGE = 120.0, 6.0, 10.0, 10.0, 120.0
+# The kernel's writeback timing (vm.dirty_expire_centisecs, vm.dirty_writeback_centisecs: their
+# defaults), scaled as the rest where the work writes: unscaled, written cache would stay dirty
+# six scaled minutes.
+DIRTY_EXPIRE_CS, DIRTY_WRITEBACK_CS = 3000, 500
 IDLE_INTERVAL = 10.0
 WARM_MIN = 2  # full-scale minutes the hot reader runs before the work starts
 AGAIN_MIN = 10  # full-scale minutes between a cell's two episodes of work (an edit-and-rebuild loop)
 
 
 class Cell(NamedTuple):
-    cold: str          # once | twice | mmap (twice, through a mapping)
+    cold: str          # once | twice | mmap (twice, through a mapping) | write (written, not read)
     hot_period_s: float
     hot_pct: int       # 20 | 5
     hot_mode: str      # read | mmap (a process that keeps the mapping and touches it)
@@ -77,6 +81,7 @@ CELLS = {
     "base": BASE,
     "once": BASE._replace(cold="once"),
     "cold-mmap": BASE._replace(cold="mmap"),
+    "write": BASE._replace(cold="write"),
     "hot-1s": BASE._replace(hot_period_s=1),
     "hot-60s": BASE._replace(hot_period_s=60),
     "hot-5pct": BASE._replace(hot_pct=5),
@@ -153,7 +158,9 @@ def guest_env(cell, cfg, scale, minutes, phase=0.0):
             "BG_CGROUP": BG[cell.bg], "WARM_MS": int((WARM_MIN * 60 + phase * cell.hot_period_s) * scale * 1000),
             "OBSERVE_MS": int(minutes * 60 * scale * 1000),
             "AGAIN_MS": int(AGAIN_MIN * 60 * scale * 1000) if cell.episodes > 1 else 0,
-            "DAMON_MIN_AGE_US": int(DAMON_MIN_AGE * scale * 1e6), "DAMOS_INTERVAL_US": int(GRACE * scale * 1e6)}
+            "DAMON_MIN_AGE_US": int(DAMON_MIN_AGE * scale * 1e6), "DAMOS_INTERVAL_US": int(GRACE * scale * 1e6),
+            "DIRTY_EXPIRE_CS": max(1, int(DIRTY_EXPIRE_CS * scale)),
+            "DIRTY_WRITEBACK_CS": max(1, int(DIRTY_WRITEBACK_CS * scale))}
 
 
 def has_damon(kernel, option="CONFIG_DAMON_RECLAIM"):

@@ -8,7 +8,8 @@
 #   2. the caches are dropped; the background process starts in BG_CGROUP: a burst of BURN_MS on
 #      the CPU every second, and a reader of HOT_FILE (read() or mmap) every HOT_PERIOD_MS;
 #   3. after WARM_MS the work runs in work.slice: it reads the cold files (file0..3) once, twice,
-#      or twice through mmap (COLD); with HOT_START=mid the hot reader starts only after the work
+#      or twice through mmap, or writes them over (COLD=write: a build's objects, an image's
+#      layers; dirty cache the kernel writes back after DIRTY_EXPIRE_CS, scaled as the rest); with HOT_START=mid the hot reader starts only after the work
 #      has read file0 and file1 (an editor opened midway through a build), and once it has read
 #      its hot set the work reads file2 and file3 (the hot set lies between older and newer
 #      cold cache);
@@ -16,22 +17,23 @@
 #   With AGAIN_MS (over 0) the work runs twice, as an edit-and-rebuild loop does: a first time
 #   (work1_start, work1_end), then AGAIN_MS later the same work again, and the figures follow the
 #   second; what the first left (the kernel's learning, a hold's bottom) is still there.
-# Env: CONTROLLER (none | reclaimd | damon | damos), COLD (once | twice | mmap), HOT_FILE, HOT_MODE
+# Env: CONTROLLER (none | reclaimd | damon | damos), COLD (once | twice | mmap | write), HOT_FILE, HOT_MODE
 # (read | mmap), HOT_PERIOD_MS, BG_CGROUP (work.slice | bg.slice | system.slice/editor.service),
 # BURN_MS (20), WARM_MS, OBSERVE_MS, AGAIN_MS, DAMON_MIN_AGE_US, DAMOS_INTERVAL_US, LRU_GEN (set: the
 # @@LRUGEN lines), MGLRU (y | n: switch the kernel's multi-gen LRU on or off before anything runs;
 # unset: as the kernel booted; @@MGLRU says what it is then),
 # HOT_START (before | mid), HOT_MIB (the hot set's size: with mid, read once before the rest),
 # HOT_OWNER (a cgroup that reads the hot set once before the reader starts, so its pages are
-# charged there; empty: none).
+# charged there; empty: none), DIRTY_EXPIRE_CS and DIRTY_WRITEBACK_CS (with COLD=write: the
+# kernel's writeback timing, centiseconds).
 # Lines for the host:
 #   @@MARK hot_start | [work1_start | work1_end] | work_start | work_end | end   (lib.sh)
-#   @@SAMPLE t_ms=.. file_kib=.. hot_read=.. psi_us=.. psi_wl_us=.. refault=.. nr_active_file=.. ...
+#   @@SAMPLE t_ms=.. file_kib=.. hot_read=.. psi_us=.. psi_wl_us=.. refault=.. dirty_kib=.. nr_active_file=.. ...
 #     file_kib: Active(file)+Inactive(file); hot_read: bytes the hot reader read from disk
 #     (/proc/PID/io read_bytes, its reaped children included); psi_us: /proc/pressure/memory
 #     "some" total (the machine's: reclaimd's own stall in memory.reclaim included); psi_wl_us:
 #     the same of the workload's cgroups (work.slice, and BG_CGROUP when apart); refault:
-#     workingset_refault_file; then /proc/vmstat's nr_active_file, nr_inactive_file (pages),
+#     workingset_refault_file; dirty_kib: /proc/meminfo's Dirty (not yet written back); then /proc/vmstat's nr_active_file, nr_inactive_file (pages),
 #     workingset_activate_file, workingset_restore_file (pages, cumulative): where the kernel
 #     keeps the file cache, and whether what comes back from disk is activated as in use
 #   @@DAMON key=value ...   what DAMON_RECLAIM was set to, and its figures at the end
@@ -174,6 +176,7 @@ sample() {
 		case $_k in
 		Active\(file\):) _af=$_v ;;
 		Inactive\(file\):) _if=$_v ;;
+		Dirty:) _dt=$_v ;;
 		esac
 	done </proc/meminfo
 	_ws=""
@@ -192,7 +195,7 @@ sample() {
 	fi
 	hot_read
 	now_ms
-	echo "@@SAMPLE t_ms=$NOW_MS file_kib=$((_af + _if)) hot_read=$HOT_READ psi_us=${_t#total=} psi_wl_us=$_w refault=$_rf$_ws"
+	echo "@@SAMPLE t_ms=$NOW_MS file_kib=$((_af + _if)) hot_read=$HOT_READ psi_us=${_t#total=} psi_wl_us=$_w refault=$_rf dirty_kib=$_dt$_ws"
 	SAMPLES=$((SAMPLES + 1))
 	[ -n "${LRU_GEN:-}" ] && [ $((SAMPLES % 5)) = 1 ] && lru_gen
 	return 0
@@ -258,6 +261,10 @@ reclaimd)
 damon) damon_on ;;
 damos) damos_on ;;
 esac
+if [ "${COLD:-twice}" = write ]; then
+	echo "${DIRTY_EXPIRE_CS:-3000}" >/proc/sys/vm/dirty_expire_centisecs
+	echo "${DIRTY_WRITEBACK_CS:-500}" >/proc/sys/vm/dirty_writeback_centisecs
+fi
 sync
 echo 3 >/proc/sys/vm/drop_caches
 mem start
@@ -268,6 +275,12 @@ work_reads() {
 	case ${COLD:-twice} in
 	once) sh -c "echo \$\$ >$R/work.slice/cgroup.procs && exec cat $*" >/dev/null ;;
 	mmap) sh -c "echo \$\$ >$R/work.slice/cgroup.procs && exec /usr/bin/mtouch -n 2 $*" ;;
+	write)
+		# In place (conv=notrunc: the data disk has no room for new files), as many MiB as each has.
+		sh -c "echo \$\$ >$R/work.slice/cgroup.procs && for f in $*; do
+			dd if=/dev/zero of=\$f bs=1M count=\$((\$(stat -c %s \$f) / 1048576)) conv=notrunc status=none
+		done"
+		;;
 	*)
 		sh -c "echo \$\$ >$R/work.slice/cgroup.procs && exec cat $*" >/dev/null
 		sh -c "echo \$\$ >$R/work.slice/cgroup.procs && exec cat $*" >/dev/null
