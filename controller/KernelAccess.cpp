@@ -104,6 +104,15 @@ nlohmann::json moduleJson(const DamonModule& m) {
 
 }  // namespace
 
+std::optional<Event> lruAdvice(const KernelAccess& access) {
+  if (access.lruGenEnabled.empty() || !access.lruProblem.empty() || access.multiGen) return std::nullopt;
+  return Event(Severity::Info, "lru_classic")
+      .add("lru_gen_enabled", access.lruGenEnabled)
+      .add("advice",
+           "trimming a busy machine stalls its work for some milliseconds once per hot set on the classic LRU; the "
+           "multi-gen LRU, built in but off, does not: echo y > /sys/kernel/mm/lru_gen/enabled");
+}
+
 std::string DamonModule::get(const std::string& name) const {
   for (const auto& [k, v] : parameters) {
     if (k == name) return v;

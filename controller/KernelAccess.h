@@ -6,9 +6,12 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
+
+#include "base/Event.h"
 
 namespace reclaimd::controller {
 
@@ -37,15 +40,17 @@ struct KernelAccess {
   DamonModule damonStat;
 };
 
-// The multi-gen LRU is built in but switched off (Debian 12's 6.1 boots so): `echo y` to
-// lru_gen/enabled would switch it on.
-inline bool multiGenBuiltOff(const KernelAccess& a) {
-  return !a.lruGenEnabled.empty() && a.lruProblem.empty() && !a.multiGen;
-}
-
 // Reads the access information under the sysfs root `sysRoot` ("/sys"). Never fails: what is
 // absent is reported absent, what is unreadable says why.
 KernelAccess probeAccess(const std::string& sysRoot);
+
+// The start's word on the LRU for a daemon that may trim (event lru_classic), where the kernel
+// has the multi-gen LRU built in but off (Debian 12's 6.1 boots so); nothing elsewhere. On the
+// classic LRU, trimming a busy machine stalls its work for some milliseconds once per hot set:
+// that LRU gives up files read before the cache first, and no probe size or pacing measured
+// avoids it (docs/design.md, Trimming); the multi-gen LRU does not. Said once, with the switch,
+// as systemd-oomd says so of a machine without swap; the choice stays the administrator's.
+std::optional<Event> lruAdvice(const KernelAccess& access);
 
 // The "key: value" lines of `reclaimd probe`.
 std::string describeAccess(const KernelAccess& access);

@@ -176,22 +176,6 @@ void Daemon::applyProbe(const char* why) {
   betweenTurns(engine_, *sensors_, *actuator_, clock_, recorder_.get());  // the scopes to watch
 }
 
-// On the classic LRU, trimming a busy machine stalls its work for some milliseconds once per
-// hot set: that LRU gives up files read before the cache first, and no probe size or pacing
-// measured avoids it (docs/design.md, Trimming); the multi-gen LRU does not. Where the kernel
-// has it built in but off (Debian 12's 6.1), the start says so once, with the switch, as
-// systemd-oomd says so of a machine without swap. The choice stays the administrator's.
-void Daemon::adviseLru() {
-  if (engine_.mode().mode != policies::Mode::Gradual || !engine_.policy().trims()) return;
-  const KernelAccess access = probeAccess(options_.paths.sysRoot);
-  if (!multiGenBuiltOff(access)) return;
-  emit(Event(Severity::Info, "lru_classic")
-           .add("lru_gen_enabled", access.lruGenEnabled)
-           .add("advice",
-                "trimming a busy machine stalls its work for some milliseconds once per hot set on the classic "
-                "LRU; the multi-gen LRU, built in but off, does not: echo y > /sys/kernel/mm/lru_gen/enabled"));
-}
-
 int Daemon::run() {
   if (auto opened = endpoints_.open(options_.endpoints); !opened) {
     emit(Event(Severity::Error, "setup_failed").add("error", opened.error().message()));
@@ -219,7 +203,9 @@ int Daemon::run() {
            .add("floor_mib", formatMiB(p.reclaim.floor))
            .add("compact", p.reclaim.compact && engine_.capabilities().compactMemory)
            .add("rules", p.rules.size()));
-  adviseLru();
+  if (engine_.mode().mode == policies::Mode::Gradual && p.trims()) {
+    if (auto advice = lruAdvice(probeAccess(options_.paths.sysRoot))) emit(std::move(*advice));
+  }
   started_ = clock_.now();
   turn();  // the first sample is the baseline; take it now rather than a period late
   notifier_.ready(statusLine());

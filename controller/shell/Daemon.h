@@ -60,7 +60,6 @@ class Daemon {
   Result<void> setUp();
   Result<void> listen();
   void applyProbe(const char* why);
-  void adviseLru();
   Capabilities probeWithRoot();
   void onSignal();
   void onTimer();
