@@ -19,7 +19,8 @@ constexpr const char* kAdvice = "event=lru_classic";
 class DaemonLruTest : public DaemonHarness {
  protected:
   // Runs the daemon with `policy` over a sysfs whose lru_gen/enabled reads `lruGen` (absent when
-  // empty) until its start is logged, stops it, and returns how often it gave the advice.
+  // empty) until its start is logged, stops it, and returns how often it gave the advice. Once a
+  // test: a second run would find the first's start in the log and stop the daemon too early.
   std::size_t advised(const std::string& policy, const std::string& lruGen) {
     SimFiles machine(fx_);
     fx_.write("policy.yaml", policy);
@@ -53,8 +54,11 @@ TEST_F(DaemonLruTest, AnUnreadableSwitchIsNotNamed) {
   EXPECT_EQ(advised(kPolicy, "yes please\n"), 0u) << log();
 }
 
-TEST_F(DaemonLruTest, APolicyThatNeverTrimsIsNotTold) {
+TEST_F(DaemonLruTest, APolicyWithTrimmingOffIsNotTold) {
   EXPECT_EQ(advised(std::string(kPolicy) + "trim:\n  enabled: false\n", "0x0000\n"), 0u) << log();
+}
+
+TEST_F(DaemonLruTest, DroppingCachesIsNotTold) {
   EXPECT_EQ(advised(std::string(kPolicy) + "mode: dropcache\n", "0x0000\n"), 0u) << log();
 }
 
