@@ -9,33 +9,35 @@
 #      the CPU every second, and a reader of HOT_FILE (read() or mmap) every HOT_PERIOD_MS;
 #   3. after WARM_MS the work runs in work.slice: it reads the cold files (file0..3) once, twice,
 #      or twice through mmap, or writes them over (COLD=write: a build's objects, an image's
-#      layers; dirty cache the kernel writes back after DIRTY_EXPIRE_CS, scaled as the rest); with HOT_START=mid the hot reader starts only after the work
-#      has read file0 and file1 (an editor opened midway through a build), and once it has read
-#      its hot set the work reads file2 and file3 (the hot set lies between older and newer
-#      cold cache);
+#      layers; dirty cache the kernel writes back after DIRTY_EXPIRE_CS, scaled as the rest);
+#      with HOT_START=mid the hot reader starts only after the work has read file0 and file1
+#      (an editor opened midway through a build), and once it has read its hot set the work
+#      reads file2 and file3 (the hot set lies between older and newer cold cache);
 #   4. OBSERVE_MS after the work's end, sampled every second; then everything stops.
 #   With AGAIN_MS (over 0) the work runs twice, as an edit-and-rebuild loop does: a first time
 #   (work1_start, work1_end), then AGAIN_MS later the same work again, and the figures follow the
 #   second; what the first left (the kernel's learning, a hold's bottom) is still there.
-# Env: CONTROLLER (none | reclaimd | damon | damos), COLD (once | twice | mmap | write), HOT_FILE, HOT_MODE
-# (read | mmap), HOT_PERIOD_MS, BG_CGROUP (work.slice | bg.slice | system.slice/editor.service),
-# BURN_MS (20), WARM_MS, OBSERVE_MS, AGAIN_MS, DAMON_MIN_AGE_US, DAMOS_INTERVAL_US, LRU_GEN (set: the
-# @@LRUGEN lines), MGLRU (y | n: switch the kernel's multi-gen LRU on or off before anything runs;
-# unset: as the kernel booted; @@MGLRU says what it is then),
+# Env: CONTROLLER (none | reclaimd | damon | damos), COLD (once | twice | mmap | write), HOT_FILE,
+# HOT_MODE (read | mmap), HOT_PERIOD_MS, BG_CGROUP (work.slice | bg.slice |
+# system.slice/editor.service), BURN_MS (20), WARM_MS, OBSERVE_MS, AGAIN_MS, DAMON_MIN_AGE_US,
+# DAMOS_INTERVAL_US, LRU_GEN (set: the @@LRUGEN lines), MGLRU (y | n: switch the kernel's
+# multi-gen LRU on or off before anything runs; unset: as the kernel booted; @@MGLRU says what it
+# is then),
 # HOT_START (before | mid), HOT_MIB (the hot set's size: with mid, read once before the rest),
 # HOT_OWNER (a cgroup that reads the hot set once before the reader starts, so its pages are
 # charged there; empty: none), DIRTY_EXPIRE_CS and DIRTY_WRITEBACK_CS (with COLD=write: the
 # kernel's writeback timing, centiseconds).
 # Lines for the host:
 #   @@MARK hot_start | [work1_start | work1_end] | work_start | work_end | end   (lib.sh)
-#   @@SAMPLE t_ms=.. file_kib=.. hot_read=.. psi_us=.. psi_wl_us=.. refault=.. dirty_kib=.. nr_active_file=.. ...
+#   @@SAMPLE t_ms=.. file_kib=.. hot_read=.. psi_us=.. psi_wl_us=.. refault=.. dirty_kib=.. ...
 #     file_kib: Active(file)+Inactive(file); hot_read: bytes the hot reader read from disk
 #     (/proc/PID/io read_bytes, its reaped children included); psi_us: /proc/pressure/memory
 #     "some" total (the machine's: reclaimd's own stall in memory.reclaim included); psi_wl_us:
 #     the same of the workload's cgroups (work.slice, and BG_CGROUP when apart); refault:
-#     workingset_refault_file; dirty_kib: /proc/meminfo's Dirty (not yet written back); then /proc/vmstat's nr_active_file, nr_inactive_file (pages),
-#     workingset_activate_file, workingset_restore_file (pages, cumulative): where the kernel
-#     keeps the file cache, and whether what comes back from disk is activated as in use
+#     workingset_refault_file; dirty_kib: /proc/meminfo's Dirty (not yet written back); then
+#     /proc/vmstat's nr_active_file, nr_inactive_file (pages), workingset_activate_file,
+#     workingset_restore_file (pages, cumulative): where the kernel keeps the file cache, and
+#     whether what comes back from disk is activated as in use
 #   @@DAMON key=value ...   what DAMON_RECLAIM was set to, and its figures at the end
 #   @@DAMOS key=value ...   the same of the DAMON scheme (damos_on)
 #   @@EXIT matrix code=..   reclaimd's exit status on SIGTERM (0 when there is none)
