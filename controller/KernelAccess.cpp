@@ -108,9 +108,9 @@ std::optional<Event> lruAdvice(const KernelAccess& access) {
   if (access.lruGenEnabled.empty() || !access.lruProblem.empty() || access.multiGen) return std::nullopt;
   return Event(Severity::Info, "lru_classic")
       .add("lru_gen_enabled", access.lruGenEnabled)
-      .add("advice",
-           "trimming a busy machine stalls its work for some milliseconds once per hot set on the classic LRU; the "
-           "multi-gen LRU, built in but off, does not: echo y > /sys/kernel/mm/lru_gen/enabled");
+      .add("advice", std::string("trimming a busy machine stalls its work for some milliseconds once per hot set on "
+                                 "the classic LRU; the multi-gen LRU, built in but off, does not: echo y > /sys/") +
+                         kLruGenEnabled);
 }
 
 std::string DamonModule::get(const std::string& name) const {
@@ -120,9 +120,14 @@ std::string DamonModule::get(const std::string& name) const {
   return {};
 }
 
-KernelAccess probeAccess(const std::string& sysRoot) {
+KernelAccess probeLru(const std::string& sysRoot) {
   KernelAccess a;
   readLru(sysRoot + "/" + kLruGenEnabled, a);
+  return a;
+}
+
+KernelAccess probeAccess(const std::string& sysRoot) {
+  KernelAccess a = probeLru(sysRoot);
   a.damon = exists(sysRoot + "/" + kDamonAdmin);
   a.damonReclaim = readModule(sysRoot + "/" + kDamonReclaimParams);
   a.damonStat = readModule(sysRoot + "/" + kDamonStatParams);

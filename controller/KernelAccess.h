@@ -43,6 +43,8 @@ struct KernelAccess {
 // Reads the access information under the sysfs root `sysRoot` ("/sys"). Never fails: what is
 // absent is reported absent, what is unreadable says why.
 KernelAccess probeAccess(const std::string& sysRoot);
+// The LRU's part of it alone (lru_gen/enabled), for the daemon's start: no DAMON module read.
+KernelAccess probeLru(const std::string& sysRoot);
 
 // The start's word on the LRU for a daemon that may trim (event lru_classic), where the kernel
 // has the multi-gen LRU built in but off (Debian 12's 6.1 boots so); nothing elsewhere. On the

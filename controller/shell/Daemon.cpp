@@ -204,7 +204,7 @@ int Daemon::run() {
            .add("compact", p.reclaim.compact && engine_.capabilities().compactMemory)
            .add("rules", p.rules.size()));
   if (engine_.mode().mode == policies::Mode::Gradual && p.trims()) {
-    if (auto advice = lruAdvice(probeAccess(options_.paths.sysRoot))) emit(std::move(*advice));
+    if (auto advice = lruAdvice(probeLru(options_.paths.sysRoot))) emit(std::move(*advice));
   }
   started_ = clock_.now();
   turn();  // the first sample is the baseline; take it now rather than a period late
