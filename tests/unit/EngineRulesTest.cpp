@@ -11,7 +11,7 @@ namespace {
 
 using namespace std::chrono_literals;
 
-constexpr const char* kRules = R"(rules:
+constexpr const char* kBuildEditorUserRules = R"(rules:
   - match: build.slice
     idle_source: cgroup
     floor: 32M
@@ -30,7 +30,7 @@ TEST_F(EngineRulesTest, AnIdleCgroupIsReclaimedWhileAnotherAndTheMachineAreBusy)
   sim_.addCgroup("user.slice", 300 * kMiB);
   sim_.addCgroup("user.slice/session-1.scope", 300 * kMiB);
   sim_.cgroup("editor.slice").cpuShare = 0.1;  // a language server ticking
-  start(kRules);
+  start(kBuildEditorUserRules);
   ASSERT_TRUE(runUntil([&] { return writesTo("build.slice") > 0; }, 3min));
   EXPECT_LE(elapsed(), 121s) << "after build.slice's own 2-minute grace";
   run(2min);
@@ -101,7 +101,7 @@ TEST_F(EngineRulesTest, TheWalkListsOnlyWhereARuleCouldMatch) {
 TEST_F(EngineRulesTest, CgroupsComingAndGoingDuringPassesAreHandled) {
   sim_.setMachineBusy(0.6);
   sim_.addCgroup("build.slice", 400 * kMiB);
-  start(kRules);
+  start(kBuildEditorUserRules);
   for (int round = 0; round < 300; ++round) {
     for (int i = 0; i < 20; ++i) {
       const std::string job = "build.slice/job" + std::to_string(i);
@@ -120,7 +120,7 @@ TEST_F(EngineRulesTest, CgroupsComingAndGoingDuringPassesAreHandled) {
 TEST_F(EngineRulesTest, ACgroupMadeAgainUnderItsOldNameStartsAfresh) {
   sim_.setMachineBusy(0.6);
   sim_.addCgroup("build.slice", 400 * kMiB);
-  start(kRules);
+  start(kBuildEditorUserRules);
   ASSERT_TRUE(runUntil([&] { return engine_->targets().front().idle; }, 3min));
   const std::uint32_t id = engine_->targets().front().id;
   sim_.removeCgroup("build.slice");
@@ -136,10 +136,10 @@ TEST_F(EngineRulesTest, ACgroupMadeAgainUnderItsOldNameStartsAfresh) {
 TEST_F(EngineRulesTest, AReloadKeepsTargetsAndTheirHistories) {
   sim_.setMachineBusy(0.6);
   sim_.addCgroup("build.slice", 400 * kMiB);
-  start(kRules);
+  start(kBuildEditorUserRules);
   ASSERT_TRUE(runUntil([&] { return engine_->targets().front().idle; }, 3min));
   const std::uint32_t id = engine_->targets().front().id;
-  engine_->setPolicy(*policies::parsePolicy(kRules, "policy.yaml"));
+  engine_->setPolicy(*policies::parsePolicy(kBuildEditorUserRules, "policy.yaml"));
   EXPECT_FALSE(runUntil([&] { return !engine_->targets().front().idle; }, 2s)) << "no new grace period after a reload";
   EXPECT_EQ(engine_->targets().front().id, id);
 }
@@ -151,7 +151,7 @@ TEST_F(EngineRulesTest, ATargetsRuleIsNamedByItsMatchTextWhateverItsPosition) {
   sim_.setMachineBusy(0.6);
   sim_.addCgroup("build.slice", 400 * kMiB);
   sim_.addCgroup("editor.slice", 200 * kMiB);
-  start(kRules);
+  start(kBuildEditorUserRules);
   run(2s);
   auto rules = [&] {
     controller::Status st;
@@ -180,7 +180,7 @@ TEST_F(EngineRulesTest, ATargetsRuleIsNamedByItsMatchTextWhateverItsPosition) {
 
 TEST_F(EngineRulesTest, RulesNeverFallBackToDropCaches) {
   sim_.addCgroup("build.slice", 400 * kMiB);
-  start(kRules);
+  start(kBuildEditorUserRules);
   Capabilities caps = fullCapabilities();
   caps.reclaimWritable = false;
   caps.reclaimProblem = "no memory.reclaim";

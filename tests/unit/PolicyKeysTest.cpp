@@ -3,36 +3,20 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <cstdlib>
-#include <fstream>
-#include <sstream>
 
 #include "base/Quantities.h"
 #include "policies/Keys.h"
 #include "policies/Loader.h"
+#include "tests/unit/SourceTree.h"
 
 namespace reclaimd::policies {
 namespace {
 
 using namespace std::chrono_literals;
-
-std::string slurp(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-void spit(const std::string& path, const std::string& text) {
-  std::ofstream(path) << text;
-}
-
-// RECLAIMD_REGENERATE=1 rewrites the generated text in the source tree instead of comparing:
-// how the README table and deploy/policy.yaml are updated after a change to the table.
-bool regenerate() {
-  const char* v = std::getenv("RECLAIMD_REGENERATE");
-  return v && std::string(v) == "1";
-}
+using reclaimd::testing::kSourceRoot;
+using reclaimd::testing::readSource;
+using reclaimd::testing::regenerate;
+using reclaimd::testing::writeSource;
 
 // The README's reference: from its header line to the `rules` row.
 std::pair<std::size_t, std::size_t> tableSpan(const std::string& readme) {
@@ -44,13 +28,13 @@ std::pair<std::size_t, std::size_t> tableSpan(const std::string& readme) {
 }
 
 TEST(PolicyKeys, ReadmeReferenceIsGeneratedFromTheTable) {
-  const std::string path = RECLAIMD_SOURCE_DIR "/README.md";
-  std::string readme = slurp(path);
+  const std::string path = kSourceRoot + "/README.md";
+  std::string readme = readSource(path);
   const auto [begin, end] = tableSpan(readme);
   ASSERT_NE(begin, std::string::npos) << "README.md has no configuration reference table";
   if (regenerate()) {
     readme.replace(begin, end - begin, referenceTable());
-    spit(path, readme);
+    writeSource(path, readme);
   }
   const auto [from, to] = tableSpan(readme);
   EXPECT_EQ(readme.substr(from, to - from), referenceTable())
@@ -58,9 +42,9 @@ TEST(PolicyKeys, ReadmeReferenceIsGeneratedFromTheTable) {
 }
 
 TEST(PolicyKeys, ShippedPolicyIsTheBuiltInPolicyCommentedOut) {
-  const std::string path = RECLAIMD_SOURCE_DIR "/deploy/policy.yaml";
-  if (regenerate()) spit(path, shippedPolicy(true));
-  EXPECT_EQ(slurp(path), shippedPolicy(true))
+  const std::string path = kSourceRoot + "/deploy/policy.yaml";
+  if (regenerate()) writeSource(path, shippedPolicy(true));
+  EXPECT_EQ(readSource(path), shippedPolicy(true))
       << "deploy/policy.yaml differs from policies/Keys.cpp: RECLAIMD_REGENERATE=1 rewrites it";
   // Its settings, uncommented, are exactly the built-in ones (every key, by the table).
   auto uncommented = parsePolicy(shippedPolicy(false), "uncommented");

@@ -3,11 +3,11 @@
 #include "tests/unit/ReferenceDocs.h"
 
 #include <filesystem>
-#include <fstream>
 #include <regex>
 #include <sstream>
 
 #include "tests/unit/Process.h"
+#include "tests/unit/SourceTree.h"
 
 namespace reclaimd::testing {
 
@@ -43,13 +43,6 @@ HelpOption parseSpec(const std::string& spec) {
   }
   o.placeholder = rest;
   return o;
-}
-
-std::string slurp(const std::filesystem::path& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
 }
 
 }  // namespace
@@ -152,7 +145,7 @@ std::map<std::string, std::set<std::string>> eventsInSources(const std::string& 
     for (const auto& entry : std::filesystem::recursive_directory_iterator(root + "/" + dir)) {
       const std::string ext = entry.path().extension();
       if (ext != ".cpp" && ext != ".h") continue;
-      const std::string text = slurp(entry.path());
+      const std::string text = readSource(entry.path());
       for (const std::regex* r : {&direct, &either, &logged}) {
         for (auto it = std::sregex_iterator(text.begin(), text.end(), *r); it != std::sregex_iterator(); ++it)
           out[(*it)[2]].insert(lower((*it)[1]));
@@ -168,7 +161,7 @@ std::map<std::string, std::set<std::string>> eventsInSources(const std::string& 
 
 std::map<std::string, std::string> readMeanings(const std::string& path) {
   std::map<std::string, std::string> out;
-  for (const std::string& line : lines(slurp(path))) {
+  for (const std::string& line : lines(readSource(path))) {
     if (line.empty() || line[0] == '#') continue;
     const std::size_t colon = line.find(": ");
     if (colon != std::string::npos) out[line.substr(0, colon)] = line.substr(colon + 2);

@@ -4,35 +4,20 @@
 // only options, metrics and events that exist.
 #include <gtest/gtest.h>
 
-#include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <functional>
 #include <regex>
-#include <sstream>
 
 #include "controller/operate/Status.h"
 #include "tests/unit/ReferenceDocs.h"
+#include "tests/unit/SourceTree.h"
 
 namespace reclaimd::testing {
 namespace {
 
-const std::string kRoot = RECLAIMD_SOURCE_DIR;
-const std::string kMan = kRoot + "/deploy/man/reclaimd.8";
-const std::string kReadme = kRoot + "/README.md";
-const std::string kMeanings = kRoot + "/docs/events.txt";
-
-std::string slurp(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-bool regenerate() {
-  const char* v = std::getenv("RECLAIMD_REGENERATE");
-  return v && std::string(v) == "1";
-}
+const std::string kMan = kSourceRoot + "/deploy/man/reclaimd.8";
+const std::string kReadme = kSourceRoot + "/README.md";
+const std::string kMeanings = kSourceRoot + "/docs/events.txt";
 
 // Everything formatMetrics can emit: every optional set, one of each list.
 controller::Status everything() {
@@ -61,7 +46,7 @@ struct Block {
 // Compares each block of `path` between its markers with what was generated, or rewrites it.
 void checkBlocks(const std::string& path, const std::vector<Block>& blocks,
                  const std::function<std::pair<std::string, std::string>(const std::string&)>& markers) {
-  std::string text = slurp(path);
+  std::string text = readSource(path);
   for (const Block& b : blocks) {
     const auto [begin, end] = markers(b.name);
     if (regenerate()) text = replaceBlock(text, begin, end, b.content);
@@ -71,7 +56,7 @@ void checkBlocks(const std::string& path, const std::vector<Block>& blocks,
                                << "\" differs from what the binary and the sources say; "
                                   "RECLAIMD_REGENERATE=1 ctest -R ReferenceDocs rewrites it";
   }
-  if (regenerate()) std::ofstream(path) << text;
+  if (regenerate()) writeSource(path, text);
 }
 
 std::pair<std::string, std::string> roffMarkers(const std::string& name) {
@@ -85,7 +70,7 @@ std::pair<std::string, std::string> markdownMarkers(const std::string& name) {
 TEST(ReferenceDocs, ManPageIsWrittenFromTheBinaryAndTheSources) {
   const auto commands = readCommandLine(RECLAIMD_BINARY);
   const auto metrics = parseExposition(controller::formatMetrics(everything()));
-  const auto events = eventsInSources(kRoot);
+  const auto events = eventsInSources(kSourceRoot);
   const auto meanings = readMeanings(kMeanings);
   checkBlocks(kMan,
               {{"synopsis", roffSynopsis(commands)},
@@ -110,7 +95,7 @@ TEST(ReferenceDocs, EveryPerTargetMetricIsListedWithItsLabels) {
 TEST(ReferenceDocs, ReadmeReferenceIsWrittenFromTheBinaryAndTheSources) {
   const auto commands = readCommandLine(RECLAIMD_BINARY);
   const auto metrics = parseExposition(controller::formatMetrics(everything()));
-  const auto events = eventsInSources(kRoot);
+  const auto events = eventsInSources(kSourceRoot);
   const auto meanings = readMeanings(kMeanings);
   checkBlocks(kReadme,
               {{"options", markdownOptions(commands)},
@@ -121,7 +106,7 @@ TEST(ReferenceDocs, ReadmeReferenceIsWrittenFromTheBinaryAndTheSources) {
 }
 
 TEST(ReferenceDocs, EveryEventTheSourcesEmitHasAMeaning) {
-  const auto events = eventsInSources(kRoot);
+  const auto events = eventsInSources(kSourceRoot);
   const auto meanings = readMeanings(kMeanings);
   // The scanner knows the ways events are emitted today; a new way would find far fewer.
   EXPECT_GE(events.size(), 30u) << "the event scanner found too few names: has the way events are emitted changed?";

@@ -4,25 +4,17 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
-#include <fstream>
 #include <regex>
 #include <sstream>
 
 #include "controller/operate/Status.h"
 #include "tests/unit/ReferenceDocs.h"
+#include "tests/unit/SourceTree.h"
 
 namespace reclaimd::testing {
 namespace {
 
 namespace fs = std::filesystem;
-const std::string kRoot = RECLAIMD_SOURCE_DIR;
-
-std::string slurp(const fs::path& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 // The roff page as its reader sees the words: escapes and font changes gone.
 std::string unroff(std::string text) {
@@ -38,17 +30,17 @@ std::string unroff(std::string text) {
 std::vector<std::pair<std::string, std::string>> pages() {
   std::vector<std::pair<std::string, std::string>> out;
   auto add = [&](const fs::path& p) {
-    const std::string text = slurp(p);
-    out.emplace_back(fs::relative(p, kRoot).string(), p.extension() == ".8" ? unroff(text) : text);
+    const std::string text = readSource(p);
+    out.emplace_back(fs::relative(p, kSourceRoot).string(), p.extension() == ".8" ? unroff(text) : text);
   };
-  add(kRoot + "/README.md");
+  add(kSourceRoot + "/README.md");
   for (const char* dir : {"docs", "deploy"}) {
-    for (const auto& e : fs::recursive_directory_iterator(kRoot + "/" + dir)) {
+    for (const auto& e : fs::recursive_directory_iterator(kSourceRoot + "/" + dir)) {
       const std::string ext = e.path().extension();
       if (e.is_regular_file() && (ext == ".md" || ext == ".8" || ext == ".conf" || ext == ".service")) add(e.path());
     }
   }
-  add(kRoot + "/deploy/default/reclaimd");
+  add(kSourceRoot + "/deploy/default/reclaimd");
   return out;
 }
 
@@ -132,9 +124,9 @@ TEST(ReferenceMentions, AnOptionShownWithTheWrongSubcommandIsFound) {
 std::set<std::string> targetNames() {
   std::set<std::string> out;
   const std::regex target(R"re(add_(?:executable|library|custom_target)\(\s*(\w+))re");
-  for (const auto& e : fs::recursive_directory_iterator(kRoot)) {
+  for (const auto& e : fs::recursive_directory_iterator(kSourceRoot)) {
     if (e.path().string().find("/build") != std::string::npos || e.path().filename() != "CMakeLists.txt") continue;
-    const std::string text = slurp(e.path());
+    const std::string text = readSource(e.path());
     for (auto it = std::sregex_iterator(text.begin(), text.end(), target); it != std::sregex_iterator(); ++it)
       out.insert((*it)[1]);
   }
@@ -151,7 +143,7 @@ TEST(ReferenceMentions, DocsNameOnlyMetricsAndEventsThatExist) {
   for (const Metric& m : parseExposition(controller::formatMetrics(s)))
     metrics.insert(m.name);
   const std::set<std::string> targets = targetNames();
-  const auto events = eventsInSources(kRoot);
+  const auto events = eventsInSources(kSourceRoot);
   const std::regex metric(R"re(\breclaimd_[a-z][a-z0-9_]*)re"), event(R"re(\bevent=([a-z_]+))re");
   for (const auto& [page, text] : pages()) {
     for (auto it = std::sregex_iterator(text.begin(), text.end(), metric); it != std::sregex_iterator(); ++it) {
