@@ -36,15 +36,21 @@ step "building (release with GCC; ASan+UBSan and the fuzz targets with clang)"
 # Without debug information (-g0 after Debian's -g, for this configure only: the package test's
 # own build keeps it): no test reads it, and it was 30-40 % of GCC's time per file (EngineTest.cpp
 # 7.4 s -> 4.5 s of CPU); the guests' initramfs carries the binary without it too.
+# Both trees as unity builds (CMake joins each target's files eight at a time): the headers each
+# file includes (gtest, spdlog, yaml-cpp, the standard library) are parsed an eighth as often,
+# 256 s -> 123 s for this tree and 314 s -> 205 s for the sanitizer's on two cores. Names in an
+# anonymous namespace must therefore differ between files of one target; the per-file build a
+# developer runs, and the Debian package's, still checks that every file includes what it uses.
+unity=-DCMAKE_UNITY_BUILD=ON
 DEB_CXXFLAGS_APPEND=-g0 cmake -S . -B build/release -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRECLAIMD_TESTS=ON \
-	-DRECLAIMD_BENCH=ON -DRECLAIMD_VM_TESTS=ON >/dev/null
+	-DRECLAIMD_BENCH=ON -DRECLAIMD_VM_TESTS=ON "$unity" >/dev/null
 cmake --build build/release -j"$jobs"
 # One sanitizer build for the unit tests and the fuzz targets: clang's UBSan, and libFuzzer.
 # Line tables only: what the sanitizers' reports need for file:line, 15 % less of clang's time
 # per file than full debug information.
 cmake -S . -B build/sanitize -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=RelWithDebInfo \
 	-DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 -gline-tables-only -DNDEBUG" -DRECLAIMD_FUZZ=ON \
-	-DRECLAIMD_FUZZ_SECONDS=90 -DRECLAIMD_FUZZ_TIMEOUT=20 -DRECLAIMD_TESTS=ON -DRECLAIMD_BENCH=OFF -DRECLAIMD_VM_TESTS=OFF >/dev/null
+	-DRECLAIMD_FUZZ_SECONDS=90 -DRECLAIMD_FUZZ_TIMEOUT=20 -DRECLAIMD_TESTS=ON -DRECLAIMD_BENCH=OFF -DRECLAIMD_VM_TESTS=OFF "$unity" >/dev/null
 cmake --build build/sanitize -j"$jobs"
 
 step "unit tests under ASan+UBSan"
