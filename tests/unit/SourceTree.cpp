@@ -9,9 +9,8 @@ namespace reclaimd::testing {
 
 std::string readSource(const std::filesystem::path& path) {
   std::ifstream in(path, std::ios::binary);
-  std::string text{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-  if (!in.is_open() || in.bad()) throw std::runtime_error("cannot read " + path.string());
-  return text;
+  if (!in.is_open()) throw std::runtime_error("cannot read " + path.string());
+  return std::string{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
 }
 
 void writeSource(const std::filesystem::path& path, const std::string& text) {
