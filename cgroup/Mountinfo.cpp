@@ -46,6 +46,7 @@ Result<std::vector<MountEntry>> parseMountinfo(std::string_view content) {
       return parseError("mountinfo line " + std::to_string(lineNo) + " is malformed: \"" + std::string(line) + "\"");
     }
     MountEntry entry;
+    entry.device = std::string(parts[2]);
     entry.root = unescape(parts[3]);
     entry.mountPoint = unescape(parts[4]);
     entry.fsType = std::string(parts[dash + 1]);

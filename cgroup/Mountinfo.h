@@ -14,6 +14,7 @@
 namespace reclaimd::cgroup {
 
 struct MountEntry {
+  std::string device;      // major:minor of the filesystem ("254:0"): one per superblock
   std::string root;        // path inside the filesystem that is mounted ("/" for the whole tree)
   std::string mountPoint;  // with \040-style escapes decoded
   std::string fsType;

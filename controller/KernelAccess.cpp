@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <array>
@@ -10,8 +11,11 @@
 #include <cstdlib>
 #include <nlohmann/json.hpp>
 
+#include "access/Filesystems.h"
+#include "access/Watch.h"
 #include "base/Files.h"
 #include "base/Result.h"
+#include "cgroup/Mountinfo.h"
 
 namespace reclaimd::controller {
 
@@ -102,6 +106,24 @@ nlohmann::json moduleJson(const DamonModule& m) {
   return out;
 }
 
+std::string joined(const std::vector<std::string>& items) {
+  std::string out;
+  for (const auto& item : items) out += (out.empty() ? "" : ", ") + item;
+  return out;
+}
+
+std::string filesLine(const FileAccess& f) {
+  std::string out = f.available ? "fanotify on " + joined(f.watched) : "no (" + f.problem + ")";
+  if (!f.refused.empty()) out += "; refused: " + joined(f.refused);
+  return out;
+}
+
+nlohmann::json filesJson(const FileAccess& f) {
+  nlohmann::json out{{"available", f.available}, {"watched", f.watched}, {"refused", f.refused}};
+  if (!f.problem.empty()) out["problem"] = f.problem;
+  return out;
+}
+
 }  // namespace
 
 std::optional<Event> lruAdvice(const KernelAccess& access) {
@@ -134,6 +156,40 @@ KernelAccess probeAccess(const std::string& sysRoot) {
   return a;
 }
 
+FileAccess probeFiles(const std::string& mountinfoPath) {
+  FileAccess f;
+  auto table = readFileAt(AT_FDCWD, mountinfoPath);
+  if (!table) {
+    f.problem = table.error().message();
+    return f;
+  }
+  auto mounts = cgroup::parseMountinfo(*table);
+  if (!mounts) {
+    f.problem = mounts.error().message();
+    return f;
+  }
+  const auto filesystems = access::filesystemsToWatch(*mounts);
+  if (filesystems.empty()) {
+    f.problem = "no filesystem on a block device is mounted";
+    return f;
+  }
+  auto watch = access::Watch::open();
+  if (!watch) {
+    f.problem = watch.error().message();
+    if (watch.error().code == std::errc::operation_not_permitted && ::geteuid() != 0) f.problem += "; run as root";
+    return f;
+  }
+  for (const auto& fs : filesystems) {
+    const std::string name = fs.fsType + " " + fs.mountPoint + " (" + fs.device + ")";
+    if (auto marked = watch->watch(fs.mountPoint))
+      f.watched.push_back(name);
+    else
+      f.refused.push_back(name + ": " + marked.error().message());
+  }
+  f.available = !f.watched.empty();
+  return f;
+}
+
 // Where the value came from goes in brackets, so a reader can check it by hand.
 std::string describeAccess(const KernelAccess& a) {
   const std::string lruGen = std::string("/sys/") + kLruGenEnabled;
@@ -159,6 +215,7 @@ std::string describeAccess(const KernelAccess& a) {
   if (a.damonStat.get("enabled") == "Y" && a.damonReclaim.present) {
     out += " (DAMON_RECLAIM stays off while it runs: switch it off first)";
   }
+  out += "\nfile_access: " + filesLine(a.files);
   out += "\naccess_used: refaults and activations (workingset_refault_file, workingset_activate_file) and "
          "pressure (PSI); not MGLRU's generations, not DAMON's regions\n";
   return out;
@@ -172,6 +229,7 @@ nlohmann::json accessJson(const KernelAccess& a) {
       {"damon_sees_read", a.damon ? nlohmann::json(!a.multiGen) : nlohmann::json(nullptr)},
       {"damon_reclaim", moduleJson(a.damonReclaim)},
       {"damon_stat", moduleJson(a.damonStat)},
+      {"file_access", filesJson(a.files)},
       {"used", {"workingset_refault_file", "workingset_activate_file", "psi"}}};
   if (!a.lruProblem.empty()) out["lru_problem"] = a.lruProblem;
   return out;

@@ -31,6 +31,15 @@ struct DamonModule {
   std::string get(const std::string& name) const;
 };
 
+// fanotify's word on which files are in use: whether this process can watch the machine's
+// filesystems for opens, reads and writes, and which it could mark.
+struct FileAccess {
+  bool available = false;             // a group was made and at least one filesystem marked
+  std::vector<std::string> watched;   // "ext4 / (254:0)"
+  std::vector<std::string> refused;   // "btrfs /srv (0:45): fanotify_mark /srv: ..."
+  std::string problem;                // why there is no group, or no filesystem to mark
+};
+
 struct KernelAccess {
   std::string lruGenEnabled;  // lru_gen/enabled as read ("0x0007"); empty when the file is absent
   bool multiGen = false;      // MGLRU built and on (a value other than 0)
@@ -38,11 +47,15 @@ struct KernelAccess {
   bool damon = false;         // DAMON's sysfs interface (kernel/mm/damon/admin) exists
   DamonModule damonReclaim;
   DamonModule damonStat;
+  FileAccess files;  // filled by probeFiles
 };
 
 // Reads the access information under the sysfs root `sysRoot` ("/sys"). Never fails: what is
 // absent is reported absent, what is unreadable says why.
 KernelAccess probeAccess(const std::string& sysRoot);
+// Tries fanotify on the block-backed filesystems of the mount table at `mountinfoPath`: a group
+// is made and marked, then closed. Never fails: what cannot be had says why.
+FileAccess probeFiles(const std::string& mountinfoPath);
 // The LRU's part of it alone (lru_gen/enabled), for the daemon's start: no DAMON module read.
 KernelAccess probeLru(const std::string& sysRoot);
 

@@ -162,7 +162,8 @@ int commandProbe(const RunOptions& o) {
     }
   }
   const Capabilities caps = probe(pathsOf(o), machineTrigger(policy->pressure));
-  const KernelAccess access = probeAccess(o.sysRoot);
+  KernelAccess access = probeAccess(o.sysRoot);
+  access.files = probeFiles(pathsOf(o).proc("self/mountinfo"));
   // As the daemon chooses (Engine.cpp): a rule's gradual mode counts, and rules rule out the fallback.
   const EffectiveMode mode = chooseMode(policy->reclaimMode(), caps, !policy->rules.empty());
   if (o.json) {

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The house's layering, checked on every include line: the lower floors (base, proc, cgroup,
-# psi, policies) never include a controller header, and (base/Log aside, the logging facility
+# psi, policies, access) never include a controller header, and (base/Log aside, the logging facility
 # itself) never include spdlog. The engine's build refuses any header off its list
 # (controller/engine/CMakeLists.txt); what an include path cannot refuse is checked here: a
 # system header the C++ library includes itself (<unistd.h>, <signal.h>, any <sys/...>), so it
@@ -15,8 +15,8 @@ report() {
 		found=1
 	done
 }
-report "a lower floor includes a controller header" < <(grep -rnE '#include "controller/' base proc cgroup psi policies || true)
-report "a lower floor includes logging" < <(grep -rnE '#include [<"]spdlog/' proc cgroup psi policies || true)
+report "a lower floor includes a controller header" < <(grep -rnE '#include "controller/' base proc cgroup psi policies access || true)
+report "a lower floor includes logging" < <(grep -rnE '#include [<"]spdlog/' proc cgroup psi policies access || true)
 report "a lower floor includes logging" < <(grep -rnE '#include [<"]spdlog/|#include "base/Log.h"' base --exclude='Log.h' --exclude='Log.cpp' || true)
 report "the engine includes a system call header" < <(grep -rnE '#include <(unistd\.h|signal\.h|sys/)' controller/engine || true)
 report "the engine includes a header outside its folder by path" < <(grep -rnE '#include "(\.\./|/)' controller/engine || true)

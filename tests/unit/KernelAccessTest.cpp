@@ -110,6 +110,65 @@ TEST(KernelAccess, BadFilesAreSaidNotFatal) {
   EXPECT_TRUE(has(describeAccess(a), "lru: unknown (")) << describeAccess(a);
 }
 
+TEST(KernelAccess, FileAccessSaysWhatWasMarkedAndWhatWasRefused) {
+  FileAccess f;
+  f.available = true;
+  f.watched = {"ext4 / (254:0)", "xfs /data (259:3)"};
+  f.refused = {"squashfs /snap/core/1 (7:1): fanotify_mark /snap/core/1: Operation not supported"};
+  KernelAccess a;
+  a.files = f;
+  const std::string text = describeAccess(a);
+  EXPECT_TRUE(has(text, "file_access: fanotify on ext4 / (254:0), xfs /data (259:3); refused: squashfs /snap/core/1 "
+                        "(7:1): fanotify_mark /snap/core/1: Operation not supported\n"))
+      << text;
+  const nlohmann::json j = accessJson(a)["file_access"];
+  EXPECT_EQ(j["available"], true);
+  EXPECT_EQ(j["watched"].size(), 2u);
+  EXPECT_EQ(j["refused"].size(), 1u);
+  EXPECT_FALSE(j.contains("problem"));
+  a.files = FileAccess{false, {}, {}, "fanotify_init: Operation not permitted; run as root"};
+  EXPECT_TRUE(has(describeAccess(a), "file_access: no (fanotify_init: Operation not permitted; run as root)\n"))
+      << describeAccess(a);
+  EXPECT_EQ(accessJson(a)["file_access"]["problem"], "fanotify_init: Operation not permitted; run as root");
+}
+
+TEST(KernelAccess, FileAccessWithoutAMountTableOrABlockFilesystemSaysWhy) {
+  Fixture fx;
+  const FileAccess none = probeFiles(fx.path("mountinfo"));
+  EXPECT_FALSE(none.available);
+  EXPECT_TRUE(has(none.problem, fx.path("mountinfo"))) << none.problem;
+  fx.write("mountinfo", "24 22 0:22 / /run rw - tmpfs tmpfs rw\n25 22 0:20 / /proc rw - proc proc rw\n");
+  const FileAccess pseudo = probeFiles(fx.path("mountinfo"));
+  EXPECT_FALSE(pseudo.available);
+  EXPECT_EQ(pseudo.problem, "no filesystem on a block device is mounted");
+  fx.write("mountinfo", "24 22 0:22 / /run rw - tmpfs tmpfs rw\n25 22 0:20 / /proc rw proc proc rw\n");
+  EXPECT_TRUE(has(probeFiles(fx.path("mountinfo")).problem, "malformed")) << probeFiles(fx.path("mountinfo")).problem;
+}
+
+// The test's own directory, listed as a block device's mount: marked where fanotify may be used
+// here (root, a filesystem that names files by handle), and said why not elsewhere. A mount
+// point that is gone is refused with its reason either way.
+TEST(KernelAccess, FileAccessMarksTheMountsItCan) {
+  Fixture fx;
+  fx.mkdir("mnt");
+  fx.write("mountinfo", "22 1 254:0 / " + fx.path("mnt") + " rw - ext4 /dev/vda1 rw\n" +
+                            "23 1 254:1 / " + fx.path("gone") + " rw - ext4 /dev/vdb rw\n");
+  const FileAccess f = probeFiles(fx.path("mountinfo"));
+  if (!f.problem.empty()) {
+    EXPECT_TRUE(has(f.problem, "fanotify_init")) << f.problem;
+    EXPECT_FALSE(f.available);
+    return;
+  }
+  ASSERT_EQ(f.refused.size(), 1u);
+  EXPECT_TRUE(has(f.refused[0], "ext4 " + fx.path("gone") + " (254:1): open " + fx.path("gone"))) << f.refused[0];
+  if (f.watched.empty()) {
+    EXPECT_FALSE(f.available);
+    return;
+  }
+  EXPECT_TRUE(f.available);
+  EXPECT_EQ(f.watched, std::vector<std::string>{"ext4 " + fx.path("mnt") + " (254:0)"});
+}
+
 TEST(KernelAccess, ProbeCommandPrintsItAsTextAndJson) {
   Fixture fx;
   testing::SimFiles machine(fx);
@@ -120,6 +179,7 @@ TEST(KernelAccess, ProbeCommandPrintsItAsTextAndJson) {
   EXPECT_EQ(code, 0) << out;
   EXPECT_TRUE(has(out, "lru: multi-gen")) << out;
   EXPECT_TRUE(has(out, "damon_stat: enabled=Y")) << out;
+  EXPECT_TRUE(has(out, "file_access: ")) << out;
   std::vector<std::string> json = base;
   json.push_back("--json");
   auto [jcode, jout] = testing::runCommand(json);
@@ -128,6 +188,7 @@ TEST(KernelAccess, ProbeCommandPrintsItAsTextAndJson) {
   ASSERT_FALSE(j.is_discarded()) << jout;
   EXPECT_EQ(j["kernel_access"]["lru"], "multi-gen");
   EXPECT_EQ(j["kernel_access"]["damon"], true);
+  EXPECT_TRUE(j["kernel_access"]["file_access"].contains("available")) << jout;
   EXPECT_EQ(j["effective_mode"], "gradual");
   EXPECT_EQ(j["memory_reclaim"], true);
 }

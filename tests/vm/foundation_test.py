@@ -78,6 +78,10 @@ def check_probe_access(c, s, series):
     c.check(st.startswith("enabled=") if stat else st.startswith("not in this kernel"),
             f"probe: DAMON_STAT {'present' if stat else 'absent'} (got: {st or None})")
     c.check(got.get("access_used", "").startswith("refaults"), "probe: says which access information reclaimd uses")
+    # Every Debian kernel builds fanotify in; the guest's data disk is the one block filesystem.
+    fa = got.get("file_access", "")
+    c.check(fa.startswith("fanotify on ext4 /data (") and "refused" not in fa,
+            f"probe: fanotify marks the ext4 data disk (got: {fa or None})")
 
 
 def stamped(c, what, late, fill_end, line, grace):
