@@ -180,9 +180,12 @@ class FileAccessWatch : public ::testing::Test {
   // This process's events about the file `name` (the filesystem is shared with the machine).
   std::vector<FileAccess> drain(const std::string& name = {}) {
     std::vector<FileAccess> mine;
-    auto d = watch->drain();
+    // Everything that waits: the filesystem is the machine's, and other processes' events
+    // (a parallel build's, other tests') can queue ahead of this one's.
+    auto d = watch->drain(std::size_t{64} << 20);
     EXPECT_TRUE(d.ok()) << (d ? "" : d.error().message());
     if (!d) return mine;
+    EXPECT_FALSE(d->overflow) << "the kernel's queue overflowed: this test's events may be lost";
     struct stat want {};
     if (!name.empty()) {
       EXPECT_EQ(::stat(fx.path(name).c_str(), &want), 0);
