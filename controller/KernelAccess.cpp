@@ -113,7 +113,11 @@ std::string joined(const std::vector<std::string>& items) {
 }
 
 std::string filesLine(const FileAccess& f) {
-  std::string out = f.available ? "fanotify on " + joined(f.watched) : "no (" + f.problem + ")";
+  std::string out = "no";
+  if (f.available)
+    out = "fanotify on " + joined(f.watched);
+  else if (!f.problem.empty())
+    out = "no (" + f.problem + ")";
   if (!f.refused.empty()) out += "; refused: " + joined(f.refused);
   return out;
 }

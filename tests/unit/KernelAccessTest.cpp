@@ -130,6 +130,11 @@ TEST(KernelAccess, FileAccessSaysWhatWasMarkedAndWhatWasRefused) {
   EXPECT_TRUE(has(describeAccess(a), "file_access: no (fanotify_init: Operation not permitted; run as root)\n"))
       << describeAccess(a);
   EXPECT_EQ(accessJson(a)["file_access"]["problem"], "fanotify_init: Operation not permitted; run as root");
+  // A group made, every filesystem refused: the refusals are the reason.
+  a.files = FileAccess{false, {}, {"vfat /boot/efi (8:1): fanotify_mark /boot/efi: Invalid argument"}, ""};
+  EXPECT_TRUE(has(describeAccess(a), "file_access: no; refused: vfat /boot/efi (8:1): fanotify_mark /boot/efi: "
+                                     "Invalid argument\n"))
+      << describeAccess(a);
 }
 
 TEST(KernelAccess, FileAccessWithoutAMountTableOrABlockFilesystemSaysWhy) {
