@@ -114,7 +114,7 @@ std::string joined(const std::vector<std::string>& items) {
 
 std::string filesLine(const FileAccess& f) {
   std::string out = "no";
-  if (f.available)
+  if (f.available())
     out = "fanotify on " + joined(f.watched);
   else if (!f.problem.empty())
     out = "no (" + f.problem + ")";
@@ -123,7 +123,7 @@ std::string filesLine(const FileAccess& f) {
 }
 
 nlohmann::json filesJson(const FileAccess& f) {
-  nlohmann::json out{{"available", f.available}, {"watched", f.watched}, {"refused", f.refused}};
+  nlohmann::json out{{"available", f.available()}, {"watched", f.watched}, {"refused", f.refused}};
   if (!f.problem.empty()) out["problem"] = f.problem;
   return out;
 }
@@ -190,7 +190,6 @@ FileAccess probeFiles(const std::string& mountinfoPath) {
     else
       f.refused.push_back(name + ": " + marked.error().message());
   }
-  f.available = !f.watched.empty();
   return f;
 }
 

@@ -34,10 +34,12 @@ struct DamonModule {
 // fanotify's word on which files are in use: whether this process can watch the machine's
 // filesystems for opens, reads and writes, and which it could mark.
 struct FileAccess {
-  bool available = false;             // a group was made and at least one filesystem marked
-  std::vector<std::string> watched;   // "ext4 / (254:0)"
-  std::vector<std::string> refused;   // "btrfs /srv (0:45): fanotify_mark /srv: ..."
-  std::string problem;                // why there is no group, or no filesystem to mark
+  std::vector<std::string> watched;  // "ext4 / (254:0)"
+  std::vector<std::string> refused;  // "btrfs /srv (0:45): fanotify_mark /srv: ..."
+  std::string problem;               // why there is no group, or no filesystem to mark
+
+  // A group was made and at least one filesystem marked.
+  bool available() const { return !watched.empty(); }
 };
 
 struct KernelAccess {

@@ -17,34 +17,15 @@
 #include "access/Events.h"
 #include "access/Filesystems.h"
 #include "access/Watch.h"
+#include "tests/unit/FanotifyRecords.h"
 #include "tests/unit/Fixture.h"
 
 namespace reclaimd::access {
 namespace {
 
-// One event of a FAN_REPORT_FID group, laid out as the kernel writes it: the metadata, then a
-// FID record (header, fsid, file_handle).
 std::vector<std::byte> fidEvent(std::uint64_t mask, std::int32_t pid, std::uint64_t fsid, std::int32_t type,
                                 const std::string& handle) {
-  const std::size_t info = 4 + 8 + 8 + handle.size();
-  fanotify_event_metadata meta{};
-  meta.event_len = static_cast<std::uint32_t>(sizeof meta + info);
-  meta.vers = FANOTIFY_METADATA_VERSION;
-  meta.metadata_len = sizeof meta;
-  meta.mask = mask;
-  meta.fd = FAN_NOFD;
-  meta.pid = pid;
-  std::vector<std::byte> out(meta.event_len);
-  std::memcpy(out.data(), &meta, sizeof meta);
-  std::byte* at = out.data() + sizeof meta;
-  const std::uint8_t header[4] = {FAN_EVENT_INFO_TYPE_FID, 0, static_cast<std::uint8_t>(info), 0};
-  std::memcpy(at, header, 4);
-  std::memcpy(at + 4, &fsid, 8);
-  const auto bytes = static_cast<std::uint32_t>(handle.size());
-  std::memcpy(at + 12, &bytes, 4);
-  std::memcpy(at + 16, &type, 4);
-  std::memcpy(at + 20, handle.data(), handle.size());
-  return out;
+  return testing::fidRecord(FileAccess{FileId{fsid, type, handle}, pid, mask});
 }
 
 std::vector<std::byte> overflowEvent() {

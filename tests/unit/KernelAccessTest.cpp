@@ -112,7 +112,6 @@ TEST(KernelAccess, BadFilesAreSaidNotFatal) {
 
 TEST(KernelAccess, FileAccessSaysWhatWasMarkedAndWhatWasRefused) {
   FileAccess f;
-  f.available = true;
   f.watched = {"ext4 / (254:0)", "xfs /data (259:3)"};
   f.refused = {"squashfs /snap/core/1 (7:1): fanotify_mark /snap/core/1: Operation not supported"};
   KernelAccess a;
@@ -126,12 +125,12 @@ TEST(KernelAccess, FileAccessSaysWhatWasMarkedAndWhatWasRefused) {
   EXPECT_EQ(j["watched"].size(), 2u);
   EXPECT_EQ(j["refused"].size(), 1u);
   EXPECT_FALSE(j.contains("problem"));
-  a.files = FileAccess{false, {}, {}, "fanotify_init: Operation not permitted; run as root"};
+  a.files = FileAccess{{}, {}, "fanotify_init: Operation not permitted; run as root"};
   EXPECT_TRUE(has(describeAccess(a), "file_access: no (fanotify_init: Operation not permitted; run as root)\n"))
       << describeAccess(a);
   EXPECT_EQ(accessJson(a)["file_access"]["problem"], "fanotify_init: Operation not permitted; run as root");
   // A group made, every filesystem refused: the refusals are the reason.
-  a.files = FileAccess{false, {}, {"vfat /boot/efi (8:1): fanotify_mark /boot/efi: Invalid argument"}, ""};
+  a.files = FileAccess{{}, {"vfat /boot/efi (8:1): fanotify_mark /boot/efi: Invalid argument"}, ""};
   EXPECT_TRUE(has(describeAccess(a), "file_access: no; refused: vfat /boot/efi (8:1): fanotify_mark /boot/efi: "
                                      "Invalid argument\n"))
       << describeAccess(a);
@@ -140,11 +139,11 @@ TEST(KernelAccess, FileAccessSaysWhatWasMarkedAndWhatWasRefused) {
 TEST(KernelAccess, FileAccessWithoutAMountTableOrABlockFilesystemSaysWhy) {
   Fixture fx;
   const FileAccess none = probeFiles(fx.path("mountinfo"));
-  EXPECT_FALSE(none.available);
+  EXPECT_FALSE(none.available());
   EXPECT_TRUE(has(none.problem, fx.path("mountinfo"))) << none.problem;
   fx.write("mountinfo", "24 22 0:22 / /run rw - tmpfs tmpfs rw\n25 22 0:20 / /proc rw - proc proc rw\n");
   const FileAccess pseudo = probeFiles(fx.path("mountinfo"));
-  EXPECT_FALSE(pseudo.available);
+  EXPECT_FALSE(pseudo.available());
   EXPECT_EQ(pseudo.problem, "no filesystem on a block device is mounted");
   fx.write("mountinfo", "24 22 0:22 / /run rw - tmpfs tmpfs rw\n25 22 0:20 / /proc rw proc proc rw\n");
   EXPECT_TRUE(has(probeFiles(fx.path("mountinfo")).problem, "malformed")) << probeFiles(fx.path("mountinfo")).problem;
@@ -161,16 +160,16 @@ TEST(KernelAccess, FileAccessMarksTheMountsItCan) {
   const FileAccess f = probeFiles(fx.path("mountinfo"));
   if (!f.problem.empty()) {
     EXPECT_TRUE(has(f.problem, "fanotify_init")) << f.problem;
-    EXPECT_FALSE(f.available);
+    EXPECT_FALSE(f.available());
     return;
   }
   ASSERT_EQ(f.refused.size(), 1u);
   EXPECT_TRUE(has(f.refused[0], "ext4 " + fx.path("gone") + " (254:1): open " + fx.path("gone"))) << f.refused[0];
   if (f.watched.empty()) {
-    EXPECT_FALSE(f.available);
+    EXPECT_FALSE(f.available());
     return;
   }
-  EXPECT_TRUE(f.available);
+  EXPECT_TRUE(f.available());
   EXPECT_EQ(f.watched, std::vector<std::string>{"ext4 " + fx.path("mnt") + " (254:0)"});
 }
 
